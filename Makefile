@@ -1,0 +1,41 @@
+# Every target creates and reuses .venv by itself. The venv is rebuilt only
+# when pyproject.toml or constraints.txt change (the stamp file tracks that).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PY     := $(BIN)/python
+
+.PHONY: demo test build lab clean help
+
+help:
+	@echo "make demo   build, autograde the example submissions, print the gradebook"
+	@echo "make test   the whole test suite"
+	@echo "make build  regenerate release/, solutions/, course/reference/, autograde/examples/"
+	@echo "make lab    JupyterLab on your copies of the student notebooks (.work/lab/), on 127.0.0.1"
+	@echo "make clean  remove run-time state (.work/); keeps .venv"
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
+	@touch $@
+
+build: $(STAMP)
+	$(PY) -m course.tooling.build
+
+demo: $(STAMP)
+	$(PY) -m course.tooling.build --if-stale
+	$(PY) -m course.tooling.demo
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Students work on copies in .work/lab/: release/ stays as generated, and a
+# chapter already copied is never overwritten (your answers are kept).
+lab: $(STAMP)
+	@mkdir -p .work/lab
+	@for d in release/*/; do n=$$(basename $$d); [ -e .work/lab/$$n ] || { cp -r $$d .work/lab/$$n; echo "copied $$d -> .work/lab/$$n"; }; done
+	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=.work/lab $(if $(filter 0,$(shell id -u)),--allow-root)
+
+clean:
+	rm -rf .work

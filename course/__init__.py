@@ -1,0 +1,9 @@
+"""The autograd course: shared code for the notebooks and the instructor's tools.
+
+- course.checking: assertion helpers used by every notebook's tests.
+- course.reference: the reference engine, exported from the source notebooks by the build.
+- course.tooling: the build, the nbgrader workspace and the demo (instructor side).
+"""
+
+CHAPTERS: tuple[str, ...] = ("ch01_chain_rule",)
+"""Chapter ids, in order; each is an nbgrader assignment with one notebook of the same name."""

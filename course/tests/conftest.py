@@ -1,0 +1,27 @@
+"""Shared fixtures: the chapters, their source notebooks and catalogues."""
+from __future__ import annotations
+
+import pytest
+
+from course import CHAPTERS
+from course.tooling import build
+from course.tooling import mutants as mut
+from course.tooling import notebook as nbk
+
+
+@pytest.fixture(scope="session", params=CHAPTERS)
+def chapter(request) -> str:
+    return request.param
+
+
+def source(chapter: str):
+    return nbk.read(build.source_path(chapter))
+
+
+def catalogue(chapter: str) -> mut.Catalogue:
+    return mut.load(chapter)
+
+
+def graded_test_cells(nb) -> dict[str, object]:
+    """grade_id -> test cell, in notebook order."""
+    return {nbk.grade_id(c): c for c in nb.cells if nbk.is_test(c)}

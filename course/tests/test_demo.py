@@ -1,0 +1,73 @@
+"""`make demo` end to end: the gradebook it prints, the feedback it writes, and that a rerun agrees."""
+from __future__ import annotations
+
+import csv
+import html
+import re
+
+import pytest
+
+from course import CHAPTERS
+from course.tooling import notebook as nbk
+from course.tooling.demo import run_demo
+
+from .conftest import catalogue, source
+from .test_products import _hidden_lines
+
+pytestmark = pytest.mark.grading
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("demo")
+    first = run_demo(root)
+    second = run_demo(root)
+    return root, first, second
+
+
+def _table(report: str) -> str:
+    return report.split("\n\n")[1]
+
+
+def test_demo_gradebook_rows(demo):
+    root, first, _ = demo
+    rows = {line.split()[0]: line for line in _table(first).splitlines()[2:]}
+    for ch in CHAPTERS:
+        total = sum(nbk.nbgrader_meta(c)["points"] for c in source(ch).cells if nbk.is_test(c))
+        for ex in catalogue(ch).examples:
+            assert ex.student in rows, f"{ex.student} missing from the gradebook:\n{first}"
+            if ex.kind == "solution":
+                assert f"{total:g} / {total:g}" in rows[ex.student] and rows[ex.student].endswith("100")
+            elif ex.kind == "blank":
+                assert f"0 / {total:g}" in rows[ex.student] and rows[ex.student].endswith(" 0")
+            else:
+                pct = int(rows[ex.student].split()[-1])
+                assert 0 < pct < 100, f"{ex.student} should land between 0 and 100%: {rows[ex.student]}"
+
+
+def test_demo_rerun_gives_the_same_gradebook(demo):
+    _, first, second = demo
+    assert _table(first) == _table(second)
+
+
+def test_demo_writes_csv_with_every_example(demo):
+    root, _, _ = demo
+    with open(root / "grades.csv") as f:
+        rows = list(csv.DictReader(f))
+    students = {r["student_id"] for r in rows}
+    assert {ex.student for ch in CHAPTERS for ex in catalogue(ch).examples} <= students
+
+
+def test_feedback_hides_hidden_tests(demo):
+    root, _, _ = demo
+    pages = sorted((root / "feedback").glob("*/*/*.html"))
+    assert pages, "no feedback pages were written"
+    for ch in CHAPTERS:
+        lines = _hidden_lines(ch)
+        for page in pages:
+            if page.parent.name != ch:
+                continue
+            text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+            leaked = sorted(ln for ln in lines if ln in text)
+            assert not leaked, f"{page} shows hidden-test code: {leaked[:3]}"
+            assert nbk.BEGIN_HIDDEN not in text

@@ -1,0 +1,147 @@
+"""Real nbgrader autograding: example students, mutants, alternatives and the untrusted-code settings.
+
+All submissions of a chapter are graded in one batch (two parallel
+workspaces), then each test reads its student's per-cell scores.
+"""
+from __future__ import annotations
+
+import pytest
+
+from course import CHAPTERS
+from course.tooling import build
+from course.tooling import mutants as mut
+from course.tooling import notebook as nbk
+from course.tooling.workspace import Submission, grade_in_parallel
+
+from .conftest import catalogue, source, graded_test_cells
+
+pytestmark = pytest.mark.grading
+CELL_TIMEOUT = 20  # seconds; shorter than the course's 60 so the infinite-loop case stays quick
+
+
+def _tag_tests(nb, tag):
+    out = nbk.copy_notebook(nb)
+    for cell in out.cells:
+        if nbk.is_test(cell):
+            cell.metadata.setdefault("tags", []).append(tag)
+    return out
+
+
+def _drop_tests(nb):
+    out = nbk.copy_notebook(nb)
+    out.cells = [c for c in out.cells if not nbk.is_test(c)]
+    return out
+
+
+def _edit_tests(nb):
+    out = nbk.copy_notebook(nb)
+    for cell in out.cells:
+        if nbk.is_test(cell):
+            cell.source = "pass  # the student emptied this test"
+    return out
+
+
+def _append_to_first_answer(nb, code):
+    out = nbk.copy_notebook(nb)
+    first = next(c for c in out.cells if nbk.is_solution(c))
+    first.source += "\n" + code
+    return out
+
+
+def adversarial(filled, blank) -> dict[str, tuple[Submission, str]]:
+    """Submissions that test the nbgrader settings, with what each must score: 'full' or 'zero'."""
+    return {
+        "adv_skip_tag_blank": (Submission(_tag_tests(blank, "skip-execution")), "zero"),
+        "adv_deleted_tests_solution": (Submission(_drop_tests(filled)), "full"),
+        "adv_deleted_tests_blank": (Submission(_drop_tests(blank)), "zero"),
+        "adv_emptied_tests_blank": (Submission(_edit_tests(blank)), "zero"),
+        "adv_shadow_torch_py": (Submission(filled, (("torch.py", "raise ImportError('shadowed torch')\n"),
+                                                    ("course/__init__.py", "raise ImportError('shadowed course')\n"))), "full"),
+        "adv_loop_after_definitions": (Submission(_append_to_first_answer(filled, "while True:\n    pass")), "full"),
+        "adv_output_flood": (Submission(_append_to_first_answer(filled, "for _ in range(200000):\n    print('spam')")), "full"),
+    }
+
+
+class Batch:
+    """Every submission of one chapter, graded once, with what each must score per test cell."""
+
+    def __init__(self, chapter: str, root):
+        src = source(chapter)
+        release = nbk.read(build.release_path(chapter))
+        release.metadata.pop("course", None)
+        filled = mut.filled_submission(src, release)
+        cat = catalogue(chapter)
+        self.tests = graded_test_cells(src)
+        self.expected: dict[str, set[str]] = {}  # student -> test cells that must score 0
+        subs: dict[str, Submission] = {}
+        for ex in cat.examples:
+            subs[ex.student] = Submission(build.example_path(ex.student, chapter))
+            lost = {g for name in ex.mutants for g in cat.mutant(name).loses}
+            self.expected[ex.student] = set(self.tests) if ex.kind == "blank" else lost
+        for m in cat.mutants:
+            subs[f"mutant_{m.name}"] = Submission(mut.apply_mutant(filled, m))
+            self.expected[f"mutant_{m.name}"] = set(m.loses)
+        for a in cat.alternatives:
+            subs[f"alt_{a.name}"] = Submission(mut.apply_alternative(filled, a))
+            self.expected[f"alt_{a.name}"] = set()
+        for name, (sub, outcome) in adversarial(filled, release).items():
+            subs[name] = sub
+            self.expected[name] = set(self.tests) if outcome == "zero" else set()
+        self.scores = grade_in_parallel(root, chapter, subs, jobs=2,
+                                        extra_args=(f"--Execute.timeout={CELL_TIMEOUT}",))
+
+
+@pytest.fixture(scope="session")
+def batches(tmp_path_factory) -> dict[str, Batch]:
+    return {ch: Batch(ch, tmp_path_factory.mktemp(f"grade-{ch}")) for ch in CHAPTERS}
+
+
+def _students(kind: str) -> list[tuple[str, str]]:
+    out = []
+    for ch in CHAPTERS:
+        cat = catalogue(ch)
+        if kind == "examples":
+            out += [(ch, ex.student) for ex in cat.examples]
+        elif kind == "mutants":
+            out += [(ch, f"mutant_{m.name}") for m in cat.mutants]
+        elif kind == "alternatives":
+            out += [(ch, f"alt_{a.name}") for a in cat.alternatives]
+        else:
+            out += [(ch, name) for name in ("adv_skip_tag_blank", "adv_deleted_tests_solution",
+                                            "adv_deleted_tests_blank", "adv_emptied_tests_blank",
+                                            "adv_shadow_torch_py", "adv_loop_after_definitions",
+                                            "adv_output_flood")]
+    return out
+
+
+def _check(batch: Batch, student: str) -> None:
+    assert student in batch.scores, f"{student} was not graded (no gradebook entry)"
+    got = batch.scores[student]
+    assert set(got) >= set(batch.tests), f"{student}: test cells missing from the gradebook: {set(batch.tests) - set(got)}"
+    wrong = []
+    for gid in batch.tests:
+        cell = got[gid]
+        want = 0.0 if gid in batch.expected[student] else cell.max_score
+        if cell.score != want:
+            wrong.append(f"{gid}: scored {cell.score:g}, expected {want:g} of {cell.max_score:g}")
+    assert not wrong, f"{student}:\n  " + "\n  ".join(wrong)
+
+
+@pytest.mark.parametrize("chapter_id,student", _students("examples"))
+def test_example_student_scores(batches, chapter_id, student):
+    _check(batches[chapter_id], student)
+
+
+@pytest.mark.parametrize("chapter_id,student", _students("mutants"))
+def test_mutant_loses_exactly_its_exercise(batches, chapter_id, student):
+    _check(batches[chapter_id], student)
+
+
+@pytest.mark.parametrize("chapter_id,student", _students("alternatives"))
+def test_alternative_keeps_full_marks(batches, chapter_id, student):
+    _check(batches[chapter_id], student)
+
+
+@pytest.mark.parametrize("chapter_id,student", _students("adversarial"))
+def test_untrusted_submission_scored_correctly(batches, chapter_id, student):
+    _check(batches[chapter_id], student)

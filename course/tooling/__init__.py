@@ -1,0 +1,1 @@
+"""Instructor-side tools: the build, the nbgrader workspace, mutants and the demo."""

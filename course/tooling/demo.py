@@ -1,0 +1,95 @@
+"""`make demo`: autograde the bundled example submissions with nbgrader and print the gradebook.
+
+The workspace (default .work/demo, ignored by git) is an ordinary nbgrader
+course folder: after the demo, `cd .work/demo && ../../.venv/bin/nbgrader ...`
+works on it by hand. Running the demo again regrades from the same inputs and
+prints the same gradebook.
+
+Usage: python -m course.tooling.demo [--workspace DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .. import CHAPTERS
+from . import mutants as mut
+from . import notebook as nbk
+from .build import example_path
+from .workspace import CellScore, Workspace
+
+DEFAULT_WORKSPACE = nbk.REPO / ".work" / "demo"
+
+
+def example_students(chapters: tuple[str, ...]) -> dict[str, list[str]]:
+    """Per chapter, the bundled example students (from each chapter's catalogue)."""
+    return {ch: [ex.student for ex in mut.load(ch).examples] for ch in chapters}
+
+
+def format_gradebook(totals: dict[str, dict[str, CellScore]], chapters: tuple[str, ...],
+                     students: list[str]) -> str:
+    """A student-by-chapter table of score / max, with each student's total and percentage."""
+    header = ["student", *chapters, "total", "%"]
+    rows = [header]
+    for student in students:
+        row = [student]
+        got = maximum = 0.0
+        for chapter in chapters:
+            cell = totals.get(student, {}).get(chapter)
+            if cell is None:
+                row.append("-")
+                continue
+            row.append(f"{cell.score:g} / {cell.max_score:g}")
+            got += cell.score
+            maximum += cell.max_score
+        row.append(f"{got:g} / {maximum:g}")
+        row.append(f"{100 * got / maximum:.0f}" if maximum else "-")
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def run_demo(root: Path = DEFAULT_WORKSPACE, chapters: tuple[str, ...] = CHAPTERS) -> str:
+    """Set up the workspace, grade every example student, write feedback and CSV; return the report."""
+    t0 = time.perf_counter()
+    ws = Workspace(root)
+    ws.create(chapters)
+    roster = example_students(chapters)
+    for chapter in chapters:
+        print(f"[{chapter}] generate_assignment", flush=True)
+        ws.generate_assignment(chapter)
+        for student in roster[chapter]:
+            path = example_path(student, chapter)
+            if not path.exists():
+                raise FileNotFoundError(f"example submission missing: {path}; run `make build`")
+            ws.submit(student, chapter, path)
+        print(f"[{chapter}] autograde {', '.join(roster[chapter])}", flush=True)
+        ws.autograde(chapter)
+        print(f"[{chapter}] generate_feedback", flush=True)
+        ws.generate_feedback(chapter)
+    csv_path = ws.export(ws.root / "grades.csv")
+    students = sorted({s for names in roster.values() for s in names})
+    table = format_gradebook(ws.totals(chapters), chapters, students)
+    return (
+        f"\nGradebook ({ws.root / 'gradebook.db'})\n\n{table}\n\n"
+        f"Feedback (HTML, hidden tests removed): {ws.root / 'feedback'}/<student>/<chapter>/\n"
+        f"Grades CSV: {csv_path}\n"
+        f"nbgrader logs: {ws.logs}\n"
+        f"Done in {time.perf_counter() - t0:.0f} s.\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE, help="nbgrader course folder to use")
+    args = parser.parse_args(argv)
+    print(run_demo(args.workspace))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
