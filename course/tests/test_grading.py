@@ -145,3 +145,32 @@ def test_alternative_keeps_full_marks(batches, chapter_id, student):
 @pytest.mark.parametrize("chapter_id,student", _students("adversarial"))
 def test_untrusted_submission_scored_correctly(batches, chapter_id, student):
     _check(batches[chapter_id], student)
+
+
+# -- controls: with nbgrader's defaults in place of the course's settings, the
+# same submissions are mis-scored, so the tests above can fail.
+CONTROLS = {
+    # student built in Batch -> (nbgrader's default for the setting it relies on, a test cell, its correct score)
+    "alt_cd_warns_about_small_steps": ("--IgnorePattern.enabled=False", "test_central_difference", "full"),
+    "adv_shadow_torch_py": ("--CourseDirectory.ignore=.ipynb_checkpoints", "test_central_difference", "full"),
+    "adv_deleted_tests_solution": ("--OverwriteCells.add_missing_cells=False", "test_central_difference", "full"),
+    "adv_skip_tag_blank": ("--StripCellTags.enabled=False", "test_central_difference", "zero"),
+}
+
+
+@pytest.mark.parametrize("student", sorted(CONTROLS))
+def test_setting_is_what_protects_the_score(tmp_path, student):
+    chapter = "ch01_chain_rule"
+    src = source(chapter)
+    release = nbk.read(build.release_path(chapter))
+    release.metadata.pop("course", None)
+    filled = mut.filled_submission(src, release)
+    subs = {f"alt_{a.name}": Submission(mut.apply_alternative(filled, a)) for a in catalogue(chapter).alternatives}
+    subs.update({name: sub for name, (sub, _) in adversarial(filled, release).items()})
+    flag, cell, correct = CONTROLS[student]
+    scores = grade_in_parallel(tmp_path, chapter, {student: subs[student]}, jobs=1, extra_args=(flag,))
+    got = scores.get(student, {}).get(cell)
+    right = None if got is None else (got.max_score if correct == "full" else 0.0)
+    assert got is None or got.score != right, (
+        f"{student} is scored correctly on {cell} even with {flag}: the test relying on that setting could not fail"
+    )

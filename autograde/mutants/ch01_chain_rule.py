@@ -1,0 +1,260 @@
+"""Mutants and alternatives for ch01_chain_rule (loaded by course.tooling.mutants.load).
+
+Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the
+test cells that must then score 0 (a broken Dual operator also costs test_jvp when the
+jvp tests use that operator). Each alternative replaces a whole answer cell by another
+correct answer and must keep full marks.
+"""
+from course.tooling.mutants import Alternative, ExampleStudent, Mutant
+
+CD = ("test_central_difference",)
+ARITH = ("test_dual_arithmetic",)
+FUNCS = ("test_dual_functions",)
+JVP = ("test_jvp",)
+
+MUTANTS = [
+    # --- central_difference ---------------------------------------------------
+    Mutant("cd_forward_difference", "forward difference: error O(h), about 5e-7 |f''|",
+           "central_difference",
+           "grad[index] = (f(x + step) - f(x - step)) / (2 * h)",
+           "grad[index] = (f(x + step) - f(x)) / h", CD),
+    Mutant("cd_divides_by_h", "central difference divided by h instead of 2h: twice the gradient",
+           "central_difference", "/ (2 * h)", "/ h", CD),
+    Mutant("cd_perturbs_caller_x", "moves the caller's x in place and never puts it back",
+           "central_difference",
+           "    x = np.array(x, dtype=np.float64)  # a private copy: the caller's array is never touched\n"
+           "    grad = np.zeros_like(x)\n"
+           "    for index in np.ndindex(x.shape):\n"
+           "        step = np.zeros_like(x)\n"
+           "        step[index] = h\n"
+           "        grad[index] = (f(x + step) - f(x - step)) / (2 * h)",
+           "    grad = np.zeros_like(x, dtype=np.float64)\n"
+           "    for index in np.ndindex(x.shape):\n"
+           "        x[index] += h\n"
+           "        f_plus = f(x)\n"
+           "        x[index] -= 2 * h\n"
+           "        grad[index] = (f_plus - f(x)) / (2 * h)", CD),
+    Mutant("cd_float32", "computes in float32, where h = 1e-6 leaves about two correct digits",
+           "central_difference", "np.array(x, dtype=np.float64)", "np.array(x, dtype=np.float32)", CD),
+    # --- Dual -------------------------------------------------------------------
+    Mutant("dual_mul_missing_term", "product rule without the u w' term",
+           "dual", "self.tangent * other.value + self.value * other.tangent)", "self.tangent * other.value)",
+           ARITH + JVP),
+    Mutant("dual_div_sign", "quotient rule with the numerator's sign flipped",
+           "dual", "(self.tangent * other.value - self.value * other.tangent) / other.value ** 2",
+           "(self.value * other.tangent - self.tangent * other.value) / other.value ** 2", ARITH + JVP),
+    Mutant("dual_rsub_swapped", "__rsub__ computes Dual - number instead of number - Dual",
+           "dual", "return Dual(other - self.value, -self.tangent)", "return Dual(self.value - other, self.tangent)",
+           ARITH),
+    Mutant("dual_pow_dual_no_log", "Dual ** Dual without the u**w log(u) w' term",
+           "dual", "\n                        + value * math.log(self.value) * other.tangent)", ")", ARITH),
+    Mutant("dual_pow_forgets_tangent", "power rule p u**(p-1) without the incoming tangent u'",
+           "dual", "other * self.value ** (other - 1) * self.tangent)", "other * self.value ** (other - 1))",
+           ARITH + JVP),
+    Mutant("dual_tanh_missing_square", "tanh derivative 1 - tanh instead of 1 - tanh**2",
+           "dual", "(1.0 - t * t) * self.tangent", "(1.0 - t) * self.tangent", FUNCS + JVP),
+    Mutant("dual_log_no_chain", "log derivative 1/u without the incoming tangent",
+           "dual", "self.tangent / self.value)", "1.0 / self.value)", FUNCS),
+    Mutant("dual_cos_sign", "cos derivative +sin instead of -sin",
+           "dual", "-math.sin(self.value) * self.tangent", "math.sin(self.value) * self.tangent", FUNCS + JVP),
+    # --- jvp --------------------------------------------------------------------
+    Mutant("jvp_seeds_ones", "seeds every tangent with 1 instead of v: computes J @ ones",
+           "jvp", "Dual(float(xi), float(vi))", "Dual(float(xi), 1.0)", JVP),
+    Mutant("jvp_returns_lists", "returns Python lists for a list output instead of float64 arrays",
+           "jvp", "    return values, tangents", "    return list(values), list(tangents)", JVP),
+    # --- reverse_example1 -------------------------------------------------------
+    Mutant("rev1_assign_not_accumulate", "x1's adjoint overwritten (=) instead of accumulated (+=): 3 instead of 10",
+           "reverse_example1", "x1_bar += a_bar * 1.0", "x1_bar = a_bar * 1.0", ("test_reverse_example1",)),
+    Mutant("rev1_wrong_local_derivative", "df/da taken as a instead of x1",
+           "reverse_example1", "a_bar = f_bar * x1", "a_bar = f_bar * a", ("test_reverse_example1",)),
+    # --- reverse_example2 -------------------------------------------------------
+    Mutant("rev2_no_sigmoid_derivative", "drops the s'(a) factor", "reverse_example2",
+           "dL_da = dL_dh * h * (1.0 - h)", "dL_da = dL_dh", ("test_reverse_example2",)),
+    Mutant("rev2_sigmoid_not_derivative", "multiplies by s(a) instead of s'(a)", "reverse_example2",
+           "dL_da = dL_dh * h * (1.0 - h)", "dL_da = dL_dh * h", ("test_reverse_example2",)),
+    Mutant("rev2_missing_factor_two", "dL/dy = y instead of 2y", "reverse_example2",
+           "dL_dy = 2.0 * y", "dL_dy = y", ("test_reverse_example2",)),
+    Mutant("rev2_w1_grad_transposed", "dL/dW1 as x (dL/da)^T: the transpose, shape (n, k)", "reverse_example2",
+           "dL_dW1 = np.outer(dL_da, x)", "dL_dW1 = np.outer(x, dL_da)", ("test_reverse_example2",)),
+    # --- passes_needed ----------------------------------------------------------
+    Mutant("passes_swapped", "forward and reverse swapped", "passes_needed",
+           '{"forward": n, "reverse": m}', '{"forward": m, "reverse": n}', ("test_passes_needed",)),
+    Mutant("passes_accepts_bool", "True passes as the int 1", "passes_needed",
+           "isinstance(size, bool) or not isinstance(size, int)", "not isinstance(size, int)", ("test_passes_needed",)),
+    Mutant("passes_allows_zero", "accepts n = 0 or m = 0", "passes_needed",
+           "size < 1", "size < 0", ("test_passes_needed",)),
+    # --- concept checks ---------------------------------------------------------
+    Mutant("concept_rounding_truncation", "blames truncation for the error at tiny h", "concept_rounding",
+           'answer_rounding = "b"', 'answer_rounding = "d"', ("test_concept_rounding",)),
+    Mutant("concept_paths_product", "multiplies the two paths instead of adding them", "concept_paths",
+           'answer_paths = "c"', 'answer_paths = "b"', ("test_concept_paths",)),
+    Mutant("concept_order_associative", "thinks associativity makes both orders cost the same", "concept_order",
+           'answer_order = "a"', 'answer_order = "c"', ("test_concept_order",)),
+    Mutant("concept_mode_always_reverse", "believes reverse mode always wins", "concept_mode",
+           'answer_mode = "d"', 'answer_mode = "a"', ("test_concept_mode",)),
+]
+
+ALTERNATIVES = [
+    Alternative("cd_in_place_restored", "moves each coordinate of x in place and restores it exactly",
+                "central_difference", '''def central_difference(f, x, h=1e-6):
+    """Central differences, moving one coordinate of x at a time and putting it back."""
+    work = np.asarray(x, dtype=np.float64)  # may be the caller's own array: every change is undone
+    grad = np.empty(work.shape, dtype=np.float64)
+    for index in np.ndindex(work.shape):
+        original = work[index]
+        work[index] = original + h
+        f_plus = f(work)
+        work[index] = original - h
+        f_minus = f(work)
+        work[index] = original
+        grad[index] = (f_plus - f_minus) / (2 * h)
+    return grad'''),
+    Alternative("cd_vectorised_steps", "builds all the steps at once from an identity matrix",
+                "central_difference", '''def central_difference(f, x, h=1e-6):
+    """Central differences along every unit direction, the steps built from np.eye."""
+    x = np.asarray(x, dtype=np.float64)
+    steps = h * np.eye(x.size).reshape((x.size,) + x.shape)
+    plus = np.array([f(x + step) for step in steps], dtype=np.float64)
+    minus = np.array([f(x - step) for step in steps], dtype=np.float64)
+    return ((plus - minus) / (2 * h)).reshape(x.shape)'''),
+    Alternative("dual_with_lift", "lifts numbers to Duals; division via the reciprocal, u**w via exp(w log u)",
+                "dual", '''class Dual:
+    """A dual number value + tangent * eps, eps**2 = 0."""
+
+    def __init__(self, value, tangent=0.0):
+        self.value = value
+        self.tangent = tangent
+
+    def __repr__(self):
+        return f"Dual({self.value!r}, {self.tangent!r})"
+
+    @staticmethod
+    def _lift(x):
+        """A plain number as a constant Dual."""
+        return x if isinstance(x, Dual) else Dual(x, 0.0)
+
+    def _apply(self, value, derivative):
+        """A function of self with this value and this local derivative (chain rule)."""
+        return Dual(value, derivative * self.tangent)
+
+    def __add__(self, other):
+        other = Dual._lift(other)
+        return Dual(self.value + other.value, self.tangent + other.tangent)
+
+    def __radd__(self, other):
+        return Dual._lift(other) + self
+
+    def __sub__(self, other):
+        return self + (-Dual._lift(other))
+
+    def __rsub__(self, other):
+        return Dual._lift(other) + (-self)
+
+    def __mul__(self, other):
+        other = Dual._lift(other)
+        return Dual(self.value * other.value, self.tangent * other.value + self.value * other.tangent)
+
+    def __rmul__(self, other):
+        return Dual._lift(other) * self
+
+    def _reciprocal(self):
+        return self._apply(1.0 / self.value, -1.0 / self.value ** 2)
+
+    def __truediv__(self, other):
+        return self * Dual._lift(other)._reciprocal()
+
+    def __rtruediv__(self, other):
+        return Dual._lift(other) * self._reciprocal()
+
+    def __pow__(self, other):
+        if isinstance(other, Dual) and other.tangent != 0.0:
+            return (self.log() * other).exp()
+        p = other.value if isinstance(other, Dual) else other
+        return self._apply(self.value ** p, p * self.value ** (p - 1))
+
+    def __rpow__(self, other):
+        return (self * math.log(other)).exp()
+
+    def __neg__(self):
+        return Dual(-self.value, -self.tangent)
+
+    def exp(self):
+        return self._apply(math.exp(self.value), math.exp(self.value))
+
+    def log(self):
+        return self._apply(math.log(self.value), 1.0 / self.value)
+
+    def sin(self):
+        return self._apply(math.sin(self.value), math.cos(self.value))
+
+    def cos(self):
+        return self._apply(math.cos(self.value), -math.sin(self.value))
+
+    def tanh(self):
+        return self._apply(math.tanh(self.value), 1.0 / math.cosh(self.value) ** 2)'''),
+    Alternative("jvp_outputs_as_list", "treats a single output as a list of one and unwraps at the end",
+                "jvp", '''def jvp(f, x, v):
+    """J v by one forward pass; a single output is handled as a list of one."""
+    x = np.asarray(x, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    out = f([Dual(xi, vi) for xi, vi in zip(x.tolist(), v.tolist())])
+    outputs = [out] if isinstance(out, Dual) else list(out)
+    values = np.array([o.value for o in outputs], dtype=np.float64)
+    tangents = np.array([o.tangent for o in outputs], dtype=np.float64)
+    if isinstance(out, Dual):
+        return float(values[0]), float(tangents[0])
+    return values, tangents'''),
+    Alternative("rev1_zero_initialised_adjoints", "every adjoint starts at 0 and only ever grows by +=",
+                "reverse_example1", '''def reverse_example1(x1, x2):
+    """f = (x1 + x2) * x1 and its gradient, all adjoints accumulated from zero."""
+    a = x1 + x2
+    f = a * x1
+    f_bar, a_bar, x1_bar, x2_bar = 1.0, 0.0, 0.0, 0.0
+    a_bar += f_bar * x1      # f = a * x1
+    x1_bar += f_bar * a
+    x1_bar += a_bar          # a = x1 + x2
+    x2_bar += a_bar
+    return float(f), float(x1_bar), float(x2_bar)'''),
+    Alternative("rev2_column_vectors", "column vectors and transposed matrices; s'(a) as e^-a / (1 + e^-a)^2",
+                "reverse_example2", '''def reverse_example2(x, W1, W2):
+    """The same reverse pass written with column vectors."""
+    col = np.asarray(x, dtype=np.float64).reshape(-1, 1)   # (n, 1)
+    a = W1 @ col                                           # (k, 1)
+    e = np.exp(-a)
+    h = 1.0 / (1.0 + e)
+    y = W2 @ h                                             # (1, 1)
+    L = float(y[0, 0] ** 2)
+    g_y = 2.0 * y
+    g_h = W2.T @ g_y                                       # (k, 1)
+    g_a = g_h * e / (1.0 + e) ** 2
+    g_x = W1.T @ g_a                                       # (n, 1)
+    return L, g_x.reshape(-1), g_a @ col.T, g_y @ h.T'''),
+    Alternative("cd_warns_about_small_steps",
+                "correct, but warns (RuntimeWarning on stderr) when h is small: a warning must not cost points",
+                "central_difference", '''def central_difference(f, x, h=1e-6):
+    """Central differences, with a warning that a small h trusts float64 rounding."""
+    import warnings
+    if h < 1e-4:
+        warnings.warn(f"h = {h:g} is only safe in float64", RuntimeWarning)
+    x = np.array(x, dtype=np.float64)
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = h
+        grad[index] = (f(x + step) - f(x - step)) / (2 * h)
+    return grad'''),
+    Alternative("passes_type_is_int", "checks type(...) is int for each argument separately",
+                "passes_needed", '''def passes_needed(n, m):
+    """n forward passes (one per input) or m reverse passes (one per output)."""
+    if type(n) is not int or n <= 0:
+        raise ValueError(f"n (the number of inputs) must be a positive int, got {n!r}")
+    if type(m) is not int or m <= 0:
+        raise ValueError(f"m (the number of outputs) must be a positive int, got {m!r}")
+    return {"reverse": m, "forward": n}'''),
+]
+
+EXAMPLE_STUDENTS = [
+    ExampleStudent("alice", "solution"),
+    ExampleStudent("bob", "blank"),
+    ExampleStudent("carol", "mutants", ("cd_forward_difference", "dual_rsub_swapped", "rev1_assign_not_accumulate")),
+]
