@@ -6,13 +6,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PY     := $(BIN)/python
 
-.PHONY: demo test build lab clean help
+.PHONY: demo test build lab bench clean help
 
 help:
 	@echo "make demo   build, autograde the example submissions, print the gradebook"
 	@echo "make test   the whole test suite"
 	@echo "make build  regenerate release/, solutions/, course/reference/, autograde/examples/"
 	@echo "make lab    JupyterLab on your copies of the student notebooks (.work/lab/), on 127.0.0.1"
+	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
 	@echo "make clean  remove run-time state (.work/); keeps .venv"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -29,6 +30,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m course.tooling.bench
 
 # Students work on copies in .work/lab/: release/ stays as generated, and a
 # chapter already copied is never overwritten (your answers are kept).

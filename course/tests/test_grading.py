@@ -62,32 +62,35 @@ def adversarial(filled, blank) -> dict[str, tuple[Submission, str]]:
     }
 
 
+def all_submissions(chapter: str) -> dict[str, tuple[Submission, set[str]]]:
+    """Every submission the tests grade for a chapter, with the test cells it must lose (score 0)."""
+    src = source(chapter)
+    release = nbk.read(build.release_path(chapter))
+    release.metadata.pop("course", None)
+    filled = mut.filled_submission(src, release)
+    cat = catalogue(chapter)
+    tests = set(graded_test_cells(src))
+    out: dict[str, tuple[Submission, set[str]]] = {}
+    for ex in cat.examples:
+        lost = {g for name in ex.mutants for g in cat.mutant(name).loses}
+        out[ex.student] = (Submission(build.example_path(ex.student, chapter)), tests if ex.kind == "blank" else lost)
+    for m in cat.mutants:
+        out[f"mutant_{m.name}"] = (Submission(mut.apply_mutant(filled, m)), set(m.loses))
+    for a in cat.alternatives:
+        out[f"alt_{a.name}"] = (Submission(mut.apply_alternative(filled, a)), set())
+    for name, (sub, outcome) in adversarial(filled, release).items():
+        out[name] = (sub, tests if outcome == "zero" else set())
+    return out
+
+
 class Batch:
     """Every submission of one chapter, graded once, with what each must score per test cell."""
 
     def __init__(self, chapter: str, root):
-        src = source(chapter)
-        release = nbk.read(build.release_path(chapter))
-        release.metadata.pop("course", None)
-        filled = mut.filled_submission(src, release)
-        cat = catalogue(chapter)
-        self.tests = graded_test_cells(src)
-        self.expected: dict[str, set[str]] = {}  # student -> test cells that must score 0
-        subs: dict[str, Submission] = {}
-        for ex in cat.examples:
-            subs[ex.student] = Submission(build.example_path(ex.student, chapter))
-            lost = {g for name in ex.mutants for g in cat.mutant(name).loses}
-            self.expected[ex.student] = set(self.tests) if ex.kind == "blank" else lost
-        for m in cat.mutants:
-            subs[f"mutant_{m.name}"] = Submission(mut.apply_mutant(filled, m))
-            self.expected[f"mutant_{m.name}"] = set(m.loses)
-        for a in cat.alternatives:
-            subs[f"alt_{a.name}"] = Submission(mut.apply_alternative(filled, a))
-            self.expected[f"alt_{a.name}"] = set()
-        for name, (sub, outcome) in adversarial(filled, release).items():
-            subs[name] = sub
-            self.expected[name] = set(self.tests) if outcome == "zero" else set()
-        self.scores = grade_in_parallel(root, chapter, subs, jobs=2,
+        self.tests = graded_test_cells(source(chapter))
+        subs = all_submissions(chapter)
+        self.expected = {student: lost for student, (_, lost) in subs.items()}
+        self.scores = grade_in_parallel(root, chapter, {s: sub for s, (sub, _) in subs.items()}, jobs=2,
                                         extra_args=(f"--Execute.timeout={CELL_TIMEOUT}",))
 
 
@@ -161,14 +164,9 @@ CONTROLS = {
 @pytest.mark.parametrize("student", sorted(CONTROLS))
 def test_setting_is_what_protects_the_score(tmp_path, student):
     chapter = "ch01_chain_rule"
-    src = source(chapter)
-    release = nbk.read(build.release_path(chapter))
-    release.metadata.pop("course", None)
-    filled = mut.filled_submission(src, release)
-    subs = {f"alt_{a.name}": Submission(mut.apply_alternative(filled, a)) for a in catalogue(chapter).alternatives}
-    subs.update({name: sub for name, (sub, _) in adversarial(filled, release).items()})
+    submission, _ = all_submissions(chapter)[student]
     flag, cell, correct = CONTROLS[student]
-    scores = grade_in_parallel(tmp_path, chapter, {student: subs[student]}, jobs=1, extra_args=(flag,))
+    scores = grade_in_parallel(tmp_path, chapter, {student: submission}, jobs=1, extra_args=(flag,))
     got = scores.get(student, {}).get(cell)
     right = None if got is None else (got.max_score if correct == "full" else 0.0)
     assert got is None or got.score != right, (

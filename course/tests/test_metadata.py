@@ -70,14 +70,21 @@ def test_every_assertion_has_a_message(chapter):
 
 
 def test_no_trailing_expression_in_test_cells(chapter):
-    """nbgrader reads a trailing value as partial credit: a test cell ends in an assertion, not a value."""
+    """nbgrader reads a trailing value as partial credit: a test cell ends in an assertion, not a value.
+
+    Checked on the whole cell (what autograde runs) and on its visible part
+    (what the release, and so nbgrader validate, runs).
+    """
     returns_none = {"check_close", "check_shape", "check_equal", "check_choice"}
     for gid, cell in graded_test_cells(source(chapter)).items():
-        body = ast.parse(cell.source).body
-        last = body[-1] if body else None
-        if isinstance(last, ast.Expr):
-            func = getattr(last.value, "func", None)
-            assert getattr(func, "id", None) in returns_none, f"{gid} ends with an expression whose value nbgrader would score"
+        for label, code in (("cell", cell.source), ("visible part", nbk.without_hidden_tests(cell.source))):
+            body = ast.parse(code).body
+            last = body[-1] if body else None
+            if isinstance(last, ast.Expr):
+                func = getattr(last.value, "func", None)
+                assert getattr(func, "id", None) in returns_none, (
+                    f"the {label} of {gid} ends with an expression whose value nbgrader would score"
+                )
 
 
 def test_answer_cells_use_only_the_students_tools(chapter):
