@@ -45,9 +45,27 @@ def test_demo_gradebook_rows(demo):
                 assert 0 < pct < 100, f"{ex.student} should land between 0 and 100%: {rows[ex.student]}"
 
 
-def test_demo_rerun_gives_the_same_gradebook(demo):
+def test_demo_rerun_gives_the_same_report(demo):
     _, first, second = demo
-    assert _table(first) == _table(second)
+    def stable(report: str) -> list[str]:
+        return [ln for ln in report.splitlines() if not ln.startswith("Done in")]
+
+    assert stable(first) == stable(second)
+
+
+def test_demo_lists_exactly_the_lost_test_cells(demo):
+    _, first, _ = demo
+    section = first.split("Test cells below full marks:\n")[1].split("\n\n")[0]
+    for ch in CHAPTERS:
+        cat = catalogue(ch)
+        for ex in cat.examples:
+            line = next((ln for ln in section.splitlines() if ln.startswith(f"{ex.student} {ch} ")), "")
+            listed = set(re.findall(r"(test_\w+) ", line))
+            if ex.kind == "solution":
+                assert not line, f"{ex.student} should lose nothing: {line}"
+            elif ex.kind == "mutants":
+                expected = {g for name in ex.mutants for g in cat.mutant(name).loses}
+                assert listed == expected, f"{ex.student}: listed {sorted(listed)}, expected {sorted(expected)}"
 
 
 def test_demo_writes_csv_with_every_example(demo):

@@ -166,7 +166,8 @@ def build(chapters: tuple[str, ...], if_stale: bool = False) -> list[Path]:
             if not path.exists() or path.read_text() != nbk.dumps(nb):
                 nbk.write(nb, path)
                 written.append(path)
-        print(f"{chapter}: built in {time.perf_counter() - t0:.1f} s", flush=True)
+        if written:
+            print(f"{chapter}: built in {time.perf_counter() - t0:.1f} s", flush=True)
     return written
 
 

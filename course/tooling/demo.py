@@ -53,6 +53,19 @@ def format_gradebook(totals: dict[str, dict[str, CellScore]], chapters: tuple[st
     return "\n".join(lines)
 
 
+def format_losses(ws: Workspace, chapters: tuple[str, ...], students: list[str]) -> str:
+    """Per student, the test cells that did not score full marks."""
+    lines = []
+    for chapter in chapters:
+        scores = ws.cell_scores(chapter)
+        for student in students:
+            lost = [f"{gid} {c.score:g}/{c.max_score:g}" for gid, c in scores.get(student, {}).items()
+                    if c.score < c.max_score]
+            if lost:
+                lines.append(f"{student} {chapter} ({len(lost)}): {', '.join(lost)}")
+    return "\n".join(lines) if lines else "none"
+
+
 def run_demo(root: Path = DEFAULT_WORKSPACE, chapters: tuple[str, ...] = CHAPTERS) -> str:
     """Set up the workspace, grade every example student, write feedback and CSV; return the report."""
     t0 = time.perf_counter()
@@ -74,8 +87,10 @@ def run_demo(root: Path = DEFAULT_WORKSPACE, chapters: tuple[str, ...] = CHAPTER
     csv_path = ws.export(ws.root / "grades.csv")
     students = sorted({s for names in roster.values() for s in names})
     table = format_gradebook(ws.totals(chapters), chapters, students)
+    losses = format_losses(ws, chapters, students)
     return (
         f"\nGradebook ({ws.root / 'gradebook.db'})\n\n{table}\n\n"
+        f"Test cells below full marks:\n{losses}\n\n"
         f"Feedback (HTML, hidden tests removed): {ws.root / 'feedback'}/<student>/<chapter>/\n"
         f"Grades CSV: {csv_path}\n"
         f"nbgrader logs: {ws.logs}\n"
