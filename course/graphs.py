@@ -1,0 +1,430 @@
+"""Pictures of a recorded graph: its data model, a drawing, and a forward/backward step-through.
+
+Everything here works on the course engine's tensors and on torch tensors alike
+(told apart by what they have, never by importing torch): a torch node has
+register_prehook and keeps its saved values in attributes named _saved_*; a
+course node has saved_tensors (ndarrays) and a ctx with plain attributes.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+# -- the data model -------------------------------------------------------------
+@dataclass
+class Saved:
+    """One value a node keeps for backward: a tensor (shape, dtype, bytes) or a plain value."""
+
+    name: str  # where it lives: '_saved_self' (torch), 'saved_tensors[0]' or 'ctx.shape' (course engine)
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    nbytes: int | None = None
+    value: Any = None
+
+    def label(self) -> str:
+        """A short line for a picture: '_saved_self: float64 (3, 4)' or 'ctx.shape = (3, 4)'."""
+        if self.shape is None:
+            return f"{self.name} = {self.value}"
+        return f"{self.name}: {self.dtype} {self.shape}"
+
+
+@dataclass
+class GraphNode:
+    """One node: its name, its edges (child indices, None where an input needs no gradient), its saves."""
+
+    index: int
+    name: str
+    edges: tuple[int | None, ...]
+    saved: tuple[Saved, ...]
+    leaf_shape: tuple[int, ...] | None = None  # set for AccumulateGrad only
+
+    def label(self, show_saved: bool = True) -> str:
+        """The node's name, then one line per saved value (or the leaf's shape)."""
+        lines = [self.name]
+        if self.leaf_shape is not None:
+            lines.append(f"leaf {self.leaf_shape}")
+        if show_saved:
+            lines += [s.label() for s in self.saved]
+        return "\n".join(lines)
+
+
+@dataclass
+class Graph:
+    """The recorded graph, nodes in topological order (root first, index 0)."""
+
+    nodes: list[GraphNode]
+
+    def saved_bytes(self) -> int:
+        """Total bytes of the tensors the graph keeps alive for backward."""
+        return sum(s.nbytes or 0 for n in self.nodes for s in n.saved)
+
+
+def node_name(node: Any) -> str:
+    """The node's name, torch's or ours, without a C++ namespace ('AccumulateGrad', 'MulBackward0')."""
+    return node.name().split("::")[-1]
+
+
+def _is_torch_node(node: Any) -> bool:
+    return hasattr(node, "register_prehook")
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    """A copy of a gradient as an ndarray (torch tensor, course Tensor or ndarray)."""
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy().copy()
+    return np.array(getattr(value, "data", value), copy=True)
+
+
+def _describe(name: str, value: Any) -> list[Saved]:
+    """Saved entries for one saved value: an ndarray, a torch tensor, a list of tensors, or a plain value."""
+    if isinstance(value, np.ndarray):
+        return [Saved(name, tuple(value.shape), str(value.dtype), int(value.nbytes))]
+    if hasattr(value, "element_size"):  # a torch tensor
+        dtype = str(value.dtype).replace("torch.", "")
+        return [Saved(name, tuple(value.shape), dtype, value.numel() * value.element_size())]
+    if isinstance(value, (list, tuple)) and value and all(hasattr(v, "element_size") for v in value):
+        return [s for k, v in enumerate(value) for s in _describe(f"{name}[{k}]", v)]
+    return [Saved(name, value=value if isinstance(value, (int, float, bool, str, tuple)) else repr(value)[:40])]
+
+
+def _saved_of(node: Any) -> tuple[Saved, ...]:
+    """What a node keeps for backward, in a fixed order."""
+    entries: list[Saved] = []
+    if _is_torch_node(node):
+        for attr in sorted(a for a in dir(node) if a.startswith("_saved_")):
+            try:
+                value = getattr(node, attr)
+            except RuntimeError:  # torch frees saved tensors during backward
+                value = "<freed by backward>"
+            entries += _describe(attr, value)
+        return tuple(entries)
+    for k, array in enumerate(node.saved_tensors):
+        entries += _describe(f"saved_tensors[{k}]", array)
+    ctx = getattr(node, "ctx", None)
+    for attr in sorted(vars(ctx)) if ctx is not None else []:
+        if attr != "saved_tensors" and not attr.startswith("_"):
+            entries += _describe(f"ctx.{attr}", getattr(ctx, attr))
+    return tuple(entries)
+
+
+def _root(output: Any) -> Any:
+    if getattr(output, "grad_fn", None) is None:
+        raise ValueError("this tensor has no grad_fn, so no graph was recorded: draw the output of an "
+                         "operation on tensors with requires_grad=True")
+    return output.grad_fn
+
+
+def _topological_nodes(root: Any) -> list[Any]:
+    """Every node reachable from root, root first, each before its children (iterative DFS post-order)."""
+    order, visited, stack = [], {id(root)}, [(root, 0)]
+    while stack:
+        node, i = stack.pop()
+        if i < len(node.next_functions):
+            stack.append((node, i + 1))
+            child = node.next_functions[i][0]
+            if child is not None and id(child) not in visited:
+                visited.add(id(child))
+                stack.append((child, 0))
+        else:
+            order.append(node)
+    return order[::-1]
+
+
+def _model(nodes: list[Any]) -> Graph:
+    index = {id(n): i for i, n in enumerate(nodes)}
+    model = []
+    for i, node in enumerate(nodes):
+        edges = tuple(None if child is None else index[id(child)] for child, _ in node.next_functions)
+        leaf = getattr(node, "variable", None)
+        model.append(GraphNode(i, node_name(node), edges, _saved_of(node),
+                               tuple(leaf.shape) if leaf is not None else None))
+    return Graph(model)
+
+
+def graph(output: Any) -> Graph:
+    """The graph recorded behind output (a course Tensor or a torch tensor), as plain data."""
+    return _model(_topological_nodes(_root(output)))
+
+
+# -- the drawing ----------------------------------------------------------------
+_STYLES = {  # node state in a step -> (face colour, edge colour, alpha)
+    "recorded": ("#eef3fb", "#4a6fa5", 1.0),
+    "pending": ("#ffffff", "#bbbbbb", 0.25),
+    "current": ("#ffd98a", "#c07a00", 1.0),
+    "ran": ("#d6f0d2", "#3c8c3c", 1.0),
+}
+_FONT = 8  # points; the layout is in inches, so a box's width follows its longest line
+_LAYER, _GAP, _BEND = 1.2, 0.3, 0.25  # inches between layers, between boxes, for an edge crossing a layer
+
+
+def _box_width(node: GraphNode, show_saved: bool) -> float:
+    return max(len(line) for line in node.label(show_saved).split("\n")) * _FONT * 0.62 / 72 + 0.25
+
+
+def _layout(model: Graph, show_saved: bool) -> tuple[dict[int, tuple[float, float]], list[tuple]]:
+    """Node centres (in inches) and each edge's route (parent, child, bend points).
+
+    A node's layer is its longest path from the root, so every node sits below
+    all its users and the leaves' AccumulateGrad nodes end each path. An edge
+    that skips layers bends through a narrow slot of its own in each layer it
+    crosses, so it does not cut through that layer's boxes. Each layer is ordered by the
+    mean x of what connects to it from above (which avoids most crossings),
+    and each item is placed as near that x as its neighbours allow.
+    """
+    depth = [0] * len(model.nodes)
+    for node in model.nodes:  # topological order: every parent is placed before its children
+        for child in node.edges:
+            if child is not None:
+                depth[child] = max(depth[child], depth[node.index] + 1)
+    edges = list(dict.fromkeys((n.index, c) for n in model.nodes for c in n.edges if c is not None))
+    layers: list[list[tuple]] = [[] for _ in range(max(depth) + 1)]
+    above: dict[tuple, list[tuple]] = {}
+    width: dict[tuple, float] = {}
+    for node in model.nodes:
+        layers[depth[node.index]].append(("node", node.index))
+        above[("node", node.index)] = []
+        width[("node", node.index)] = _box_width(node, show_saved)
+    for k, (parent, child) in enumerate(edges):
+        last = ("node", parent)
+        for layer in range(depth[parent] + 1, depth[child]):
+            bend = ("bend", k, layer)
+            layers[layer].append(bend)
+            above[bend], width[bend] = [last], _BEND
+            last = bend
+        above[("node", child)].append(last)
+    x: dict[tuple, float] = {}
+    for members in layers:
+        wanted = {m: float(np.mean([x[a] for a in above[m]])) if above[m] else 0.0 for m in members}
+        members.sort(key=lambda m: (wanted[m], m))
+        gaps = [(width[a] + width[b]) / 2 + _GAP for a, b in zip(members, members[1:])]
+        pushed_right = [wanted[members[0]]]  # each item at its wanted x, or pushed right by its left neighbour
+        for m, gap in zip(members[1:], gaps):
+            pushed_right.append(max(wanted[m], pushed_right[-1] + gap))
+        pushed_left = [wanted[members[-1]]]  # the same from the right; the mean of the two keeps every gap
+        for m, gap in zip(members[-2::-1], gaps[::-1]):
+            pushed_left.append(min(wanted[m], pushed_left[-1] - gap))
+        x.update({m: (r + l) / 2 for m, r, l in zip(members, pushed_right, pushed_left[::-1])})
+    pos = {n.index: (x[("node", n.index)], -depth[n.index] * _LAYER) for n in model.nodes}
+    routes = [(p, c, [(x[("bend", k, layer)], -layer * _LAYER) for layer in range(depth[p] + 1, depth[c])])
+              for k, (p, c) in enumerate(edges)]
+    return pos, routes
+
+
+def _extent(model: Graph, show_saved: bool) -> tuple[float, float, float, float]:
+    """(left, right, bottom, top) in inches: the drawing and a margin around it."""
+    pos, routes = _layout(model, show_saved)
+    half = max(_box_width(n, show_saved) for n in model.nodes) / 2 + 0.1
+    xs, ys = zip(*pos.values(), *(point for _, _, bends in routes for point in bends))
+    return min(xs) - half, max(xs) + half, min(ys) - _LAYER / 2, max(ys) + _LAYER / 2
+
+
+def _draw(model: Graph, ax: Any, show_saved: bool = True, states: dict[int, str] | None = None) -> Any:
+    """Draw model on ax: one box per node, arrows along next_functions (the way gradients flow)."""
+    pos, routes = _layout(model, show_saved)
+    states = states or {}
+    boxes = {}
+    for node in model.nodes:
+        face, edge, alpha = _STYLES[states.get(node.index, "recorded")]
+        boxes[node.index] = ax.text(*pos[node.index], node.label(show_saved), ha="center", va="center",
+                                    fontsize=_FONT, family="monospace", alpha=alpha, zorder=3,
+                                    bbox=dict(boxstyle="round,pad=0.4", fc=face, ec=edge, alpha=alpha))
+    for parent, child, bends in routes:
+        alpha = min(_STYLES[states.get(i, "recorded")][2] for i in (parent, child))
+        colour = dict(color="#555555", alpha=alpha)
+        # from the bottom of the parent's box (0.5, 0), through the bends, to the top of the child's (0.5, 1)
+        if bends:
+            ax.annotate("", xy=bends[0], xytext=(0.5, 0), textcoords=boxes[parent],
+                        arrowprops=dict(arrowstyle="-", shrinkA=6, shrinkB=0, **colour))
+            ax.plot(*zip(*bends), lw=1, zorder=1, **colour)
+            ax.annotate("", xy=(0.5, 1), xycoords=boxes[child], xytext=bends[-1], textcoords="data",
+                        arrowprops=dict(arrowstyle="-|>", shrinkA=0, shrinkB=6, **colour))
+        else:
+            ax.annotate("", xy=(0.5, 1), xycoords=boxes[child], xytext=(0.5, 0), textcoords=boxes[parent],
+                        arrowprops=dict(arrowstyle="-|>", shrinkA=6, shrinkB=6, **colour))
+    left, right, bottom, top = _extent(model, show_saved)
+    ax.set_xlim(left, right)
+    ax.set_ylim(bottom, top)
+    ax.axis("off")
+    return ax
+
+
+def _figure_size(model: Graph, show_saved: bool) -> tuple[float, float]:
+    """The figure size (inches) at which one data unit is one inch, so boxes fit their slots."""
+    left, right, bottom, top = _extent(model, show_saved)
+    return right - left, top - bottom
+
+
+def draw_graph(output: Any, ax: Any = None, show_saved: bool = True) -> Any:
+    """Draw the graph behind output (or a Graph): root at the top, arrows down to the leaves' AccumulateGrad.
+
+    Without ax, a figure is made at the drawing's natural size; a given ax
+    should be about that size too (boxes are in points, positions in data units).
+    """
+    model = output if isinstance(output, Graph) else graph(output)
+    if ax is None:
+        import matplotlib.pyplot as plt
+        ax = plt.figure(figsize=_figure_size(model, show_saved)).add_axes((0, 0, 1, 1))
+    return _draw(model, ax, show_saved)
+
+
+# -- the step-through -------------------------------------------------------------
+@dataclass
+class Step:
+    """One step of the step-through: which nodes exist (forward) or have run (backward), and the gradients."""
+
+    phase: str  # "forward" or "backward"
+    title: str
+    graph: Graph
+    current: int  # the node just recorded (forward) or just run (backward)
+    shown: tuple[int, ...]  # forward: the nodes recorded so far; backward: the nodes run so far, in order
+    grads: dict[int, np.ndarray] = field(default_factory=dict)  # node -> the gradient that arrived at it
+    leaf_grads: dict[int, np.ndarray | None] = field(default_factory=dict)  # AccumulateGrad node -> leaf .grad
+
+
+def _torch_backward(output: Any, nodes: list[Any], gradient: Any) -> list[tuple[int, np.ndarray]]:
+    """Run torch's backward with a prehook on every node; return (node index, gradient arriving) in run order."""
+    calls: list[tuple[int, np.ndarray]] = []
+
+    def prehook_for(i: int) -> Any:
+        def prehook(grad_outputs: tuple[Any, ...]) -> None:
+            grad = grad_outputs[0]  # torch passes None for an output that received no gradient
+            calls.append((i, np.zeros(0) if grad is None else _to_numpy(grad)))
+        return prehook
+
+    handles = [node.register_prehook(prehook_for(i)) for i, node in enumerate(nodes)]
+    if gradient is not None and not hasattr(gradient, "detach"):
+        gradient = output.new_tensor(np.asarray(gradient))
+    try:
+        output.backward(gradient)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return calls
+
+
+def _course_backward(output: Any, nodes: list[Any], gradient: Any) -> list[tuple[int, np.ndarray]]:
+    """Run the course engine's backward with each node's apply wrapped; return (index, gradient) in run order."""
+    calls: list[tuple[int, np.ndarray]] = []
+
+    def recorder_for(i: int, apply: Any) -> Any:
+        def recorder(grad: np.ndarray) -> Any:
+            calls.append((i, _to_numpy(grad)))
+            return apply(grad)
+        return recorder
+
+    for i, node in enumerate(nodes):
+        node.apply = recorder_for(i, node.apply)  # an instance attribute, shadowing the class's method
+    try:
+        output.backward(gradient)
+    finally:
+        for node in nodes:
+            del node.apply
+    return calls
+
+
+def trace(output: Any, gradient: Any = None) -> list[Step]:
+    """The forward steps (nodes in recording order), then the steps of one real backward pass.
+
+    This runs output.backward(gradient) once: afterwards the leaves' .grad are
+    filled as after a normal backward (and torch has freed the saved tensors).
+    """
+    nodes = _topological_nodes(_root(output))
+    model = _model(nodes)
+    leaves = {i: node.variable for i, node in enumerate(nodes) if getattr(node, "variable", None) is not None}
+    before = {i: None if leaf.grad is None else _to_numpy(leaf.grad) for i, leaf in leaves.items()}
+    run = _torch_backward if _is_torch_node(nodes[0]) else _course_backward
+    calls = run(output, nodes, gradient)
+    steps = []
+    recorded = list(range(len(nodes)))[::-1]  # children are recorded before the nodes that use them
+    for k, i in enumerate(recorded, 1):
+        steps.append(Step("forward", f"Forward {k}/{len(recorded)}: {model.nodes[i].name} is recorded",
+                          model, i, tuple(recorded[:k]), {}, dict(before)))
+    grads: dict[int, np.ndarray] = {}
+    leaf_grads = dict(before)
+    for k, (i, grad) in enumerate(calls, 1):
+        grads[i] = grad
+        if i in leaves:
+            leaf_grads[i] = grad if before[i] is None else before[i] + grad
+        steps.append(Step("backward", f"Backward {k}/{len(calls)}: {model.nodes[i].name} runs",
+                          model, i, tuple(j for j, _ in calls[:k]), dict(grads), dict(leaf_grads)))
+    return steps
+
+
+def _fmt(array: np.ndarray) -> str:
+    """Shape and the first few values: '(3, 4) [1, 0.5, 2, 1, ...]'."""
+    flat = array.ravel()
+    values = ", ".join(f"{v:.4g}" for v in flat[:4]) + (", ..." if flat.size > 4 else "")
+    return f"{tuple(array.shape)} [{values}]"
+
+
+def _picture(step: Step) -> str:
+    """The step's drawing as an <img> tag (a PNG made without pyplot, so nothing else is displayed)."""
+    from matplotlib.figure import Figure
+    if step.phase == "forward":
+        states = {n.index: ("recorded" if n.index in step.shown else "pending") for n in step.graph.nodes}
+    else:
+        states = {n.index: ("ran" if n.index in step.shown else "recorded") for n in step.graph.nodes}
+    states[step.current] = "current"
+    figure = Figure(figsize=_figure_size(step.graph, True))
+    _draw(step.graph, figure.add_axes((0, 0, 1, 1)), True, states)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+    return f'<img src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}"/>'
+
+
+def step_html(step: Step, picture: bool = True) -> str:
+    """One step as HTML: a title, a sentence, the drawing (optional) and a table of nodes, saves and gradients."""
+    if step.phase == "forward":
+        note = ("Forward only records: each node keeps what its backward rule will need. "
+                "No gradient exists yet, and every leaf's .grad is None.")
+        rows = step.shown
+    else:
+        note = ("Backward runs each node once, with the sum of the gradients sent by its parents; "
+                "an AccumulateGrad adds what arrives into its leaf's .grad.")
+        rows = tuple(n.index for n in step.graph.nodes)[::-1]
+    cells = ["<tr><th>node</th><th>saved for backward</th><th>gradient arrived</th><th>leaf</th></tr>"]
+    for i in rows:
+        node = step.graph.nodes[i]
+        saved = "<br>".join(html.escape(s.label()) for s in node.saved) or "nothing"
+        grad = _fmt(step.grads[i]) if i in step.grads else "not yet"
+        leaf = ""
+        if node.leaf_shape is not None:
+            value = step.leaf_grads.get(i)
+            leaf = f"leaf {node.leaf_shape}: " + (".grad None" if value is None else f".grad = {_fmt(value)}")
+        style = ' style="background:#ffd98a"' if i == step.current else ""
+        cells.append(f"<tr{style}><td>{html.escape(node.name)}</td><td>{saved}</td>"
+                     f"<td>{html.escape(grad)}</td><td>{html.escape(leaf)}</td></tr>")
+    image = _picture(step) if picture else ""
+    return (f"<div><b>{html.escape(step.title)}</b><p>{note}</p>{image}"
+            f"<table style=\"font-family:monospace\">{''.join(cells)}</table></div>")
+
+
+def step_through(output: Any, gradient: Any = None, picture: bool = True) -> Any:
+    """A widget over trace(output, gradient): Previous/Next buttons, a step slider, and the step as HTML."""
+    import ipywidgets as widgets
+    steps = trace(output, gradient)
+    slider = widgets.IntSlider(value=0, min=0, max=len(steps) - 1, description="step")
+    previous = widgets.Button(description="Previous")
+    following = widgets.Button(description="Next")
+    view = widgets.HTML()
+    rendered: dict[int, str] = {}
+
+    def show(_: Any = None) -> None:
+        if slider.value not in rendered:
+            rendered[slider.value] = step_html(steps[slider.value], picture)
+        view.value = rendered[slider.value]
+
+    def move(delta: int) -> None:
+        slider.value = min(max(slider.value + delta, slider.min), slider.max)
+
+    previous.on_click(lambda _: move(-1))
+    following.on_click(lambda _: move(+1))
+    slider.observe(show, names="value")
+    show()
+    return widgets.VBox([widgets.HBox([previous, following, slider]), view])
