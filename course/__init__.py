@@ -2,8 +2,10 @@
 
 - course.checking: assertion helpers used by every notebook's tests.
 - course.reference: the reference engine, exported from the source notebooks by the build.
+- course.graphs: pictures of a recorded graph (drawing, step-through widget), for this engine and torch.
+- course.data: small seeded datasets generated with NumPy.
 - course.tooling: the build, the nbgrader workspace and the demo (instructor side).
 """
 
-CHAPTERS: tuple[str, ...] = ("ch01_chain_rule",)
+CHAPTERS: tuple[str, ...] = ("ch01_chain_rule", "ch02_tape", "ch03_vjp_rules")
 """Chapter ids, in order; each is an nbgrader assignment with one notebook of the same name."""
