@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PY     := $(BIN)/python
 
-.PHONY: demo test build lab bench clean help
+.PHONY: demo test build lab bench bench-engine clean help
 
 help:
 	@echo "make demo   build, autograde the example submissions, print the gradebook"
@@ -14,6 +14,7 @@ help:
 	@echo "make build  regenerate release/, solutions/, course/reference/, autograde/examples/"
 	@echo "make lab    JupyterLab on your copies of the student notebooks (.work/lab/), on 127.0.0.1"
 	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
+	@echo "make bench-engine  the reference engine against torch on an MLP step (CPU)"
 	@echo "make clean  remove run-time state (.work/); keeps .venv"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -33,6 +34,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m course.tooling.bench
+
+bench-engine: $(STAMP)
+	$(PY) -m course.tooling.bench_engine
 
 # Students work on copies in .work/lab/: release/ stays as generated, and a
 # chapter already copied is never overwritten (your answers are kept).
