@@ -125,3 +125,15 @@ def test_catalogue_matches_notebook(chapter):
     assert not set(tests) - caught, f"test cells no mutant shows failing: {sorted(set(tests) - caught)}"
     kinds = {ex.kind for ex in cat.examples}
     assert {"solution", "blank", "mutants"} <= kinds, f"example students must include each kind, got {kinds}"
+
+
+def test_deleted_test_cells_can_be_restored(chapter):
+    """nbgrader puts a deleted test cell back after the nbgrader cell before it, which it looks up among
+    answer and test cells only: a locked read-only cell there makes autograde fail for the whole submission."""
+    tracked = [c for c in source(chapter).cells if nbk.nbgrader_meta(c)]
+    for previous, cell in zip(tracked, tracked[1:]):
+        if nbk.is_test(cell):
+            meta = nbk.nbgrader_meta(previous)
+            assert meta.get("grade") or meta.get("solution"), (
+                f"{nbk.grade_id(cell)} follows the read-only cell {nbk.grade_id(previous)}: if a student deletes "
+                f"{nbk.grade_id(cell)}, nbgrader cannot restore it; move it or drop {nbk.grade_id(previous)}'s metadata")
