@@ -6,15 +6,19 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PY     := $(BIN)/python
 
-.PHONY: demo test build lab bench bench-engine clean help
+.PHONY: demo test build lab grade selfcheck gradescope bench bench-engine bench-grading clean help
 
 help:
 	@echo "make demo   build, autograde the example submissions, print the gradebook"
 	@echo "make test   the whole test suite"
 	@echo "make build  regenerate release/, solutions/, course/reference/, autograde/examples/"
 	@echo "make lab    JupyterLab on your copies of the student notebooks (.work/lab/), on 127.0.0.1"
+	@echo "make grade SUBMISSIONS=DIR|ZIP [JOBS=2]  grade students' submissions, contained (see autograde/grade --help)"
+	@echo "make selfcheck NB=PATH  grade your own notebook and see what each exercise lost, and why"
+	@echo "make gradescope  export each chapter as a Gradescope autograder zip into .work/gradescope/"
 	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
 	@echo "make bench-engine  the reference engine against torch on an MLP step (CPU)"
+	@echo "make bench-grading  students per minute at 1 and 2 jobs, and grading overhead over bare execution"
 	@echo "make clean  remove run-time state (.work/); keeps .venv"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -32,8 +36,24 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=path/to/submitted-or-folder-or.zip [JOBS=2]"; exit 2; }
+	$(PY) -m course.tooling.build --if-stale
+	autograde/grade "$(SUBMISSIONS)" --jobs $(or $(JOBS),1)
+
+selfcheck: $(STAMP)
+	@test -n "$(NB)" || { echo "usage: make selfcheck NB=path/to/chapter.ipynb"; exit 2; }
+	$(PY) -m course.tooling.selfcheck "$(NB)"
+
+gradescope: $(STAMP)
+	$(PY) -m course.tooling.build --if-stale
+	for ch in $$(ls source); do $(PY) -m course.tooling.gradescope export $$ch .work/gradescope || exit 1; done
+
 bench: $(STAMP)
 	$(PY) -m course.tooling.bench
+
+bench-grading: $(STAMP)
+	$(PY) -m course.tooling.bench_grading
 
 bench-engine: $(STAMP)
 	$(PY) -m course.tooling.bench_engine

@@ -4,10 +4,13 @@ Run nbgrader from the repository root, or from a workspace made by
 course.tooling.workspace (its own nbgrader_config.py loads this file and sets
 the workspace as the course root, so run-time state stays out of git).
 """
-from course.tooling.preprocessors import WARNING_PATTERN, HideHiddenTestsInFeedback, StripCellTags
+from course.tooling.preprocessors import (
+    WARNING_PATTERN, ApplyIncidents, DetectCheating, DetectTampering, DropEmptyMetadata, HideHiddenTestsInFeedback,
+    SandboxedExecute, StripCellTags,
+)
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
-    AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, Execute, GetGrades,
+    AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, GetGrades,
     IgnorePattern, LimitOutput, OverwriteCells, OverwriteKernelspec, SaveAutoGrades,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor
@@ -40,19 +43,37 @@ c.IgnorePattern.pattern = WARNING_PATTERN
 # A deleted test cell is put back from the gradebook and scored.
 c.OverwriteCells.add_missing_cells = True
 
+# Untrusted code runs in a contained kernel (course.tooling.sandbox): a fresh empty
+# folder, its own unprivileged uid when grading as root, the workspace and source/
+# hidden, memory / file size / process / CPU limits. The whole notebook has a
+# wall-clock budget, each cell's output is capped, a crash restarts the kernel and
+# grading goes on. Tampering and forbidden code (torch, this chapter's reference
+# engine, patched helpers) are recorded as incidents in the autograded notebook's
+# metadata; forbidden code costs the exercise it belongs to (ApplyIncidents).
+c.SandboxedExecute.notebook_timeout = 900
+c.SandboxedExecute.max_output_bytes = 1_000_000
+c.SandboxKernelManager.memory_limit = 3 * 1024**3   # RLIMIT_DATA (not RLIMIT_AS); torch imports fine under 1 GB
+c.SandboxKernelManager.file_size_limit = 64 * 1024**2
+c.SandboxKernelManager.process_limit = 128          # threads count; a kernel uses ~20
+c.SandboxKernelManager.cpu_limit = 900
+
 c.Autograde.sanitize_preprocessors = [
+    DetectTampering,  # first: sees the submission exactly as handed in
     ClearOutput,
     DeduplicateIds,
+    DropEmptyMetadata,  # else a duplicated test cell makes nbgrader fail on the whole notebook
     StripCellTags,  # a skip-execution tag must not let a test cell pass unrun
     OverwriteKernelspec,
     OverwriteCells,
+    DetectCheating,  # on the notebook as it will run
     CheckCellMetadata,
 ]
 c.Autograde.autograde_preprocessors = [
-    Execute,
+    SandboxedExecute,  # nbgrader's Execute (same settings: c.Execute.timeout...) in the sandbox
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
+    ApplyIncidents,
     SaveAutoGrades,
     AssignLatePenalties,
     CheckCellMetadata,

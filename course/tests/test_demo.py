@@ -31,18 +31,27 @@ def _table(report: str) -> str:
 
 def test_demo_gradebook_rows(demo):
     root, first, _ = demo
+    header = _table(first).splitlines()[0].split()
+    assert header[-2:] == ["%", "incidents"], header
     rows = {line.split()[0]: line for line in _table(first).splitlines()[2:]}
     for ch in CHAPTERS:
         total = sum(nbk.nbgrader_meta(c)["points"] for c in source(ch).cells if nbk.is_test(c))
         for ex in catalogue(ch).examples:
             assert ex.student in rows, f"{ex.student} missing from the gradebook:\n{first}"
+            pct, incidents = rows[ex.student].split()[-2:]
+            assert incidents == "none", f"{ex.student}: the example students commit no incident: {rows[ex.student]}"
             if ex.kind == "solution":
-                assert f"{total:g} / {total:g}" in rows[ex.student] and rows[ex.student].endswith("100")
+                assert f"{total:g} / {total:g}" in rows[ex.student] and pct == "100"
             elif ex.kind == "blank":
-                assert f"0 / {total:g}" in rows[ex.student] and rows[ex.student].endswith(" 0")
+                assert f"0 / {total:g}" in rows[ex.student] and pct == "0"
             else:
-                pct = int(rows[ex.student].split()[-1])
-                assert 0 < pct < 100, f"{ex.student} should land between 0 and 100%: {rows[ex.student]}"
+                assert 0 < int(pct) < 100, f"{ex.student} should land between 0 and 100%: {rows[ex.student]}"
+
+
+def test_demo_lists_incidents(demo):
+    _, first, _ = demo
+    section = first.split("Incidents (timeouts, crashes, limits, tampering, cheating):\n")[1].split("\n\n")[0]
+    assert section == "none", section
 
 
 def test_demo_rerun_gives_the_same_report(demo):

@@ -29,9 +29,9 @@ def example_students(chapters: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def format_gradebook(totals: dict[str, dict[str, CellScore]], chapters: tuple[str, ...],
-                     students: list[str]) -> str:
-    """A student-by-chapter table of score / max, with each student's total and percentage."""
-    header = ["student", *chapters, "total", "%"]
+                     students: list[str], incidents: dict[str, int] | None = None) -> str:
+    """A student-by-chapter table of score / max, with each student's total, percentage and incident count."""
+    header = ["student", *chapters, "total", "%"] + (["incidents"] if incidents is not None else [])
     rows = [header]
     for student in students:
         row = [student]
@@ -46,9 +46,12 @@ def format_gradebook(totals: dict[str, dict[str, CellScore]], chapters: tuple[st
             maximum += cell.max_score
         row.append(f"{got:g} / {maximum:g}")
         row.append(f"{100 * got / maximum:.0f}" if maximum else "-")
+        if incidents is not None:
+            row.append(str(incidents.get(student, 0) or "none"))
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))) for r in rows]
+    lines = [ln.rstrip() for ln in lines]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -64,6 +67,20 @@ def format_losses(ws: Workspace, chapters: tuple[str, ...], students: list[str])
             if lost:
                 lines.append(f"{student} {chapter} ({len(lost)}): {', '.join(lost)}")
     return "\n".join(lines) if lines else "none"
+
+
+def format_incidents(ws: Workspace, chapters: tuple[str, ...], students: list[str]) -> tuple[dict[str, int], str]:
+    """Per student, the number of incidents the grader recorded, and one line per incident."""
+    from .grading import incidents_of
+
+    counts: dict[str, int] = {}
+    lines = []
+    for chapter in chapters:
+        for student in students:
+            found = incidents_of(ws, chapter, student)
+            counts[student] = counts.get(student, 0) + len(found)
+            lines += [f"{student} {chapter}: {inc.words()}" for inc in found]
+    return counts, "\n".join(lines) if lines else "none"
 
 
 def run_demo(root: Path = DEFAULT_WORKSPACE, chapters: tuple[str, ...] = CHAPTERS) -> str:
@@ -86,11 +103,13 @@ def run_demo(root: Path = DEFAULT_WORKSPACE, chapters: tuple[str, ...] = CHAPTER
         ws.generate_feedback(chapter)
     csv_path = ws.export(ws.root / "grades.csv")
     students = sorted({s for names in roster.values() for s in names})
-    table = format_gradebook(ws.totals(chapters), chapters, students)
+    counts, incident_lines = format_incidents(ws, chapters, students)
+    table = format_gradebook(ws.totals(chapters), chapters, students, counts)
     losses = format_losses(ws, chapters, students)
     return (
         f"\nGradebook ({ws.root / 'gradebook.db'})\n\n{table}\n\n"
         f"Test cells below full marks:\n{losses}\n\n"
+        f"Incidents (timeouts, crashes, limits, tampering, cheating):\n{incident_lines}\n\n"
         f"Feedback (HTML, hidden tests removed): {ws.root / 'feedback'}/<student>/<chapter>/\n"
         f"Grades CSV: {csv_path}\n"
         f"nbgrader logs: {ws.logs}\n"
