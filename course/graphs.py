@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from course.reference.ch02_tape import topological_order  # reads only next_functions: torch nodes too
+
 
 # -- the data model -------------------------------------------------------------
 @dataclass
@@ -120,22 +122,6 @@ def _root(output: Any) -> Any:
     return output.grad_fn
 
 
-def _topological_nodes(root: Any) -> list[Any]:
-    """Every node reachable from root, root first, each before its children (iterative DFS post-order)."""
-    order, visited, stack = [], {id(root)}, [(root, 0)]
-    while stack:
-        node, i = stack.pop()
-        if i < len(node.next_functions):
-            stack.append((node, i + 1))
-            child = node.next_functions[i][0]
-            if child is not None and id(child) not in visited:
-                visited.add(id(child))
-                stack.append((child, 0))
-        else:
-            order.append(node)
-    return order[::-1]
-
-
 def _model(nodes: list[Any]) -> Graph:
     index = {id(n): i for i, n in enumerate(nodes)}
     model = []
@@ -149,7 +135,7 @@ def _model(nodes: list[Any]) -> Graph:
 
 def graph(output: Any) -> Graph:
     """The graph recorded behind output (a course Tensor or a torch tensor), as plain data."""
-    return _model(_topological_nodes(_root(output)))
+    return _model(topological_order(_root(output)))
 
 
 # -- the drawing ----------------------------------------------------------------
@@ -334,7 +320,7 @@ def trace(output: Any, gradient: Any = None) -> list[Step]:
     This runs output.backward(gradient) once: afterwards the leaves' .grad are
     filled as after a normal backward (and torch has freed the saved tensors).
     """
-    nodes = _topological_nodes(_root(output))
+    nodes = topological_order(_root(output))
     model = _model(nodes)
     leaves = {i: node.variable for i, node in enumerate(nodes) if getattr(node, "variable", None) is not None}
     before = {i: None if leaf.grad is None else _to_numpy(leaf.grad) for i, leaf in leaves.items()}

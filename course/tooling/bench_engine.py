@@ -47,17 +47,13 @@ def make_problem(batch: int, sizes: tuple[int, ...], dtype: str, seed: int = 0):
     return X, y, weights
 
 
-def bench_engine(X, y, weights, repeats: int) -> dict[str, list[float]]:
-    """Forward, backward and step times of the course's reference engine (chapters 2-3)."""
-    from course.reference.ch03_vjp_rules import Tensor, cross_entropy
-
-    params = [Tensor(w.copy(), requires_grad=True) for w in weights]
-    Xt = Tensor(X)
+def measure(params: list, compute_loss: Callable[[], object], update: Callable[[], None],
+            repeats: int) -> dict[str, list[float]]:
+    """Forward, backward (after an untimed forward) and full-step timings; same code for both engines."""
     state: dict[str, object] = {}
 
     def forward():
-        W1, b1, W2, b2 = params
-        state["loss"] = cross_entropy((Xt @ W1 + b1).relu() @ W2 + b2, y)
+        state["loss"] = compute_loss()
 
     def zero_grad():
         for p in params:
@@ -70,8 +66,7 @@ def bench_engine(X, y, weights, repeats: int) -> dict[str, list[float]]:
         zero_grad()
         forward()
         backward()
-        for p in params:
-            p.data -= LR * p.grad.data
+        update()
 
     return {
         "forward": timings(forward, repeats),
@@ -80,38 +75,36 @@ def bench_engine(X, y, weights, repeats: int) -> dict[str, list[float]]:
     }
 
 
+def bench_engine(X, y, weights, repeats: int) -> dict[str, list[float]]:
+    """Timings of the course's reference engine (chapters 2-3)."""
+    from course.reference.ch03_vjp_rules import Tensor, cross_entropy
+
+    params = [Tensor(w.copy(), requires_grad=True) for w in weights]
+    W1, b1, W2, b2 = params
+    Xt = Tensor(X)
+
+    def update():
+        for p in params:
+            p.data -= LR * p.grad.data
+
+    return measure(params, lambda: cross_entropy((Xt @ W1 + b1).relu() @ W2 + b2, y), update, repeats)
+
+
 def bench_torch(X, y, weights, repeats: int) -> dict[str, list[float]]:
-    """The same measurements with torch (CPU, its default thread count)."""
+    """The same timings with torch (CPU, its default thread count)."""
     import torch
 
     params = [torch.tensor(w, requires_grad=True) for w in weights]
+    W1, b1, W2, b2 = params
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
-    state: dict[str, object] = {}
 
-    def forward():
-        W1, b1, W2, b2 = params
-        state["loss"] = torch.nn.functional.cross_entropy(torch.relu(Xt @ W1 + b1) @ W2 + b2, yt)
-
-    def zero_grad():
-        for p in params:
-            p.grad = None
-
-    def backward():
-        state["loss"].backward()
-
-    def step():
-        zero_grad()
-        forward()
-        backward()
+    def update():
         with torch.no_grad():
             for p in params:
                 p -= LR * p.grad
 
-    return {
-        "forward": timings(forward, repeats),
-        "backward": timings(backward, repeats, setup=lambda: (zero_grad(), forward())),
-        "step": timings(step, repeats),
-    }
+    return measure(params, lambda: torch.nn.functional.cross_entropy(torch.relu(Xt @ W1 + b1) @ W2 + b2, yt),
+                   update, repeats)
 
 
 def main(argv: list[str] | None = None) -> int:
