@@ -257,4 +257,6 @@ EXAMPLE_STUDENTS = [
     ExampleStudent("alice", "solution"),
     ExampleStudent("bob", "blank"),
     ExampleStudent("carol", "mutants", ("cd_forward_difference", "dual_rsub_swapped", "rev1_assign_not_accumulate")),
+    # checks an answer with torch inside the answer cell: the grader names the incident and takes that exercise
+    ExampleStudent("dave", "attack", attack="torch_in_solution"),
 ]

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from course import CHAPTERS
+from course.tooling import mutants as mut
 from course.tooling import notebook as nbk
 from course.tooling.demo import run_demo
 
@@ -39,7 +40,11 @@ def test_demo_gradebook_rows(demo):
         for ex in catalogue(ch).examples:
             assert ex.student in rows, f"{ex.student} missing from the gradebook:\n{first}"
             pct, incidents = rows[ex.student].split()[-2:]
-            assert incidents == "none", f"{ex.student}: the example students commit no incident: {rows[ex.student]}"
+            attacker = any(e.student == ex.student and e.kind == "attack" for c in CHAPTERS for e in catalogue(c).examples)
+            if attacker:
+                assert incidents not in ("none", "0"), f"{ex.student} attacks the grader: {rows[ex.student]}"
+            else:
+                assert incidents == "none", f"{ex.student} commits no incident: {rows[ex.student]}"
             if ex.kind == "solution":
                 assert f"{total:g} / {total:g}" in rows[ex.student] and pct == "100"
             elif ex.kind == "blank":
@@ -49,9 +54,19 @@ def test_demo_gradebook_rows(demo):
 
 
 def test_demo_lists_incidents(demo):
+    """Each attacking example student's incidents are named (in plain words) in the report; nobody else's."""
+    from course.tooling.corpus import attack
+
     _, first, _ = demo
     section = first.split("Incidents (timeouts, crashes, limits, tampering, cheating):\n")[1].split("\n\n")[0]
-    assert section == "none", section
+    expected = {(ex.student, ch, kind) for ch in CHAPTERS for ex in catalogue(ch).examples if ex.kind == "attack"
+                for kind in attack(ch, ex.attack).incidents}
+    for student, ch, kind in expected:
+        assert any(ln.startswith(student) and ch in ln and kind in ln for ln in section.splitlines()), (
+            f"the report should name a {kind} incident of {student} in {ch}:\n{section}")
+    attackers = {student for student, _, _ in expected}
+    others = [ln for ln in section.splitlines() if ln.strip() and ln.split()[0] not in attackers]
+    assert expected and not others or not expected and section == "none", section
 
 
 def test_demo_rerun_gives_the_same_report(demo):
@@ -70,10 +85,11 @@ def test_demo_lists_exactly_the_lost_test_cells(demo):
         for ex in cat.examples:
             line = next((ln for ln in section.splitlines() if ln.startswith(f"{ex.student} {ch} ")), "")
             listed = set(re.findall(r"(test_\w+) ", line))
-            if ex.kind == "solution":
+            tests = {nbk.grade_id(c) for c in source(ch).cells if nbk.is_test(c)}
+            expected = mut.example_losses(cat, ex, tests)
+            if not expected:
                 assert not line, f"{ex.student} should lose nothing: {line}"
-            elif ex.kind == "mutants":
-                expected = {g for name in ex.mutants for g in cat.mutant(name).loses}
+            else:
                 assert listed == expected, f"{ex.student}: listed {sorted(listed)}, expected {sorted(expected)}"
 
 

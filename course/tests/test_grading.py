@@ -86,8 +86,7 @@ def all_submissions(chapter: str) -> dict[str, tuple[Submission, set[str]]]:
     tests = set(graded_test_cells(src))
     out: dict[str, tuple[Submission, set[str]]] = {}
     for ex in cat.examples:
-        lost = {g for name in ex.mutants for g in cat.mutant(name).loses}
-        out[ex.student] = (Submission(build.example_path(ex.student, chapter)), tests if ex.kind == "blank" else lost)
+        out[ex.student] = (Submission(build.example_path(ex.student, chapter)), mut.example_losses(cat, ex, tests))
     for m in cat.mutants:
         out[f"mutant_{m.name}"] = (Submission(mut.apply_mutant(filled, m)), set(m.loses))
     for a in cat.alternatives:

@@ -134,6 +134,13 @@ def make_examples(chapter: str, release: NotebookNode) -> dict[str, NotebookNode
             nb = filled
             for name in ex.mutants:
                 nb = mut.apply_mutant(nb, catalogue.mutant(name))
+        elif ex.kind == "attack":
+            from .corpus import attack  # the corpus reads the committed release
+
+            found = attack(chapter, ex.attack)
+            if found.extra_files:
+                raise ValueError(f"{chapter}: example {ex.student}: attack {ex.attack} needs files beside the notebook")
+            nb = found.notebook
         else:
             raise ValueError(f"{chapter}: example {ex.student} has unknown kind {ex.kind!r}")
         out[ex.student] = nb

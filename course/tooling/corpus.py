@@ -208,6 +208,14 @@ def attacks(chapter: str, targets: tuple[str, ...] = ()) -> list[Attack]:
     ]
 
 
+def attack(chapter: str, name: str) -> Attack:
+    """The attack called name in a chapter's corpus."""
+    found = {a.name: a for a in attacks(chapter)}
+    if name not in found:
+        raise KeyError(f"{chapter}: no attack named {name!r}; the corpus has {', '.join(sorted(found))}")
+    return found[name]
+
+
 def write(chapter: str, dest: Path, targets: tuple[str, ...] = ()) -> dict[str, Attack]:
     """Write the corpus in nbgrader's submitted/ layout: dest/<attack>/<chapter>/<chapter>.ipynb (+ extra files)."""
     out = {}

@@ -44,11 +44,13 @@ class Alternative:
 
 @dataclass(frozen=True)
 class ExampleStudent:
-    """A bundled example submission: 'solution', 'blank', or the named mutants applied together."""
+    """A bundled example submission: 'solution', 'blank', the named mutants applied together, or an
+    'attack' from the adversarial corpus (course.tooling.corpus), which the demo shows as an incident."""
 
     student: str
     kind: str
     mutants: tuple[str, ...] = field(default=())
+    attack: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,3 +116,14 @@ def apply_alternative(nb: NotebookNode, alt: Alternative) -> NotebookNode:
     out = nbk.copy_notebook(nb)
     _answer_cell(out, alt.cell).source = alt.source
     return out
+
+
+def example_losses(catalogue: Catalogue, example: ExampleStudent, tests: set[str]) -> set[str]:
+    """The test cells an example student must score 0 on (tests: all the chapter's test cells)."""
+    if example.kind == "blank":
+        return set(tests)
+    if example.kind == "attack":
+        from .corpus import attack
+
+        return set(attack(catalogue.chapter, example.attack).loses)
+    return {g for name in example.mutants for g in catalogue.mutant(name).loses}
