@@ -25,3 +25,18 @@ def catalogue(chapter: str) -> mut.Catalogue:
 def graded_test_cells(nb) -> dict[str, object]:
     """grade_id -> test cell, in notebook order."""
     return {nbk.grade_id(c): c for c in nb.cells if nbk.is_test(c)}
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory):
+    """`make demo` run twice in one workspace: (workspace, first report, second report).
+
+    Session-wide: test_demo checks the reports, and test_grading reads the
+    example students' scores from this gradebook rather than grading them again.
+    """
+    from course.tooling.demo import run_demo
+
+    root = tmp_path_factory.mktemp("demo")
+    first = run_demo(root)
+    second = run_demo(root)
+    return root, first, second

@@ -10,20 +10,11 @@ import pytest
 from course import CHAPTERS
 from course.tooling import mutants as mut
 from course.tooling import notebook as nbk
-from course.tooling.demo import run_demo
 
 from .conftest import catalogue, source
 from .test_products import _hidden_lines
 
 pytestmark = pytest.mark.grading
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("demo")
-    first = run_demo(root)
-    second = run_demo(root)
-    return root, first, second
 
 
 def _table(report: str) -> str:
