@@ -19,6 +19,25 @@ BACK = ("test_backward",)
 COUNT = ("test_count_apply_calls",)
 STRUCT = ("test_graph_structure",)
 
+# The whole body of the solution's topological_order: the mutants of that exercise replace all of it.
+TOPO_BODY = (
+    "    order: list[Node] = []\n"
+    "    visited: set[int] = {id(root)}\n"
+    "    stack: list[tuple[Node, int]] = [(root, 0)]  # (node, index of the next edge to follow)\n"
+    "    while stack:\n"
+    "        node, i = stack.pop()\n"
+    "        if i < len(node.next_functions):\n"
+    "            stack.append((node, i + 1))\n"
+    "            child = node.next_functions[i][0]\n"
+    "            if child is not None and id(child) not in visited:\n"
+    "                visited.add(id(child))\n"
+    "                stack.append((child, 0))\n"
+    "        else:\n"
+    "            order.append(node)  # post-order: after everything below it\n"
+    "    order.reverse()\n"
+    "    return order"
+)
+
 MUTANTS = [
     # --- AccumulateGrad.apply ------------------------------------------------------------------------------
     Mutant("acc_overwrites", "the leaf's .grad overwritten by each new gradient instead of accumulated",
@@ -74,21 +93,7 @@ MUTANTS = [
     Mutant("topo_breadth_first", "breadth-first order: with root -> leaf and root -> mid -> leaf, leaf comes "
            "before mid, so the engine runs a node before all its gradient has arrived",
            "topological_order",
-           "    order: list[Node] = []\n"
-           "    visited: set[int] = {id(root)}\n"
-           "    stack: list[tuple[Node, int]] = [(root, 0)]  # (node, index of the next edge to follow)\n"
-           "    while stack:\n"
-           "        node, i = stack.pop()\n"
-           "        if i < len(node.next_functions):\n"
-           "            stack.append((node, i + 1))\n"
-           "            child = node.next_functions[i][0]\n"
-           "            if child is not None and id(child) not in visited:\n"
-           "                visited.add(id(child))\n"
-           "                stack.append((child, 0))\n"
-           "        else:\n"
-           "            order.append(node)  # post-order: after everything below it\n"
-           "    order.reverse()\n"
-           "    return order",
+           TOPO_BODY,
            "    order, seen, queue = [root], {id(root)}, [root]\n"
            "    while queue:\n"
            "        node = queue.pop(0)\n"
@@ -101,21 +106,7 @@ MUTANTS = [
     Mutant("topo_preorder", "depth-first pre-order (a node listed when first reached): in a diamond the shared "
            "node comes before the second branch",
            "topological_order",
-           "    order: list[Node] = []\n"
-           "    visited: set[int] = {id(root)}\n"
-           "    stack: list[tuple[Node, int]] = [(root, 0)]  # (node, index of the next edge to follow)\n"
-           "    while stack:\n"
-           "        node, i = stack.pop()\n"
-           "        if i < len(node.next_functions):\n"
-           "            stack.append((node, i + 1))\n"
-           "            child = node.next_functions[i][0]\n"
-           "            if child is not None and id(child) not in visited:\n"
-           "                visited.add(id(child))\n"
-           "                stack.append((child, 0))\n"
-           "        else:\n"
-           "            order.append(node)  # post-order: after everything below it\n"
-           "    order.reverse()\n"
-           "    return order",
+           TOPO_BODY,
            "    order, seen, stack = [], {id(root)}, [root]\n"
            "    while stack:\n"
            "        node = stack.pop()\n"
@@ -127,21 +118,7 @@ MUTANTS = [
            "    return order", TOPO + BACK),
     Mutant("topo_recursive", "recursive depth-first search (correct order, visited set): RecursionError on deep chains",
            "topological_order",
-           "    order: list[Node] = []\n"
-           "    visited: set[int] = {id(root)}\n"
-           "    stack: list[tuple[Node, int]] = [(root, 0)]  # (node, index of the next edge to follow)\n"
-           "    while stack:\n"
-           "        node, i = stack.pop()\n"
-           "        if i < len(node.next_functions):\n"
-           "            stack.append((node, i + 1))\n"
-           "            child = node.next_functions[i][0]\n"
-           "            if child is not None and id(child) not in visited:\n"
-           "                visited.add(id(child))\n"
-           "                stack.append((child, 0))\n"
-           "        else:\n"
-           "            order.append(node)  # post-order: after everything below it\n"
-           "    order.reverse()\n"
-           "    return order",
+           TOPO_BODY,
            "    order, visited = [], set()\n"
            "\n"
            "    def visit(node):\n"
