@@ -27,36 +27,36 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $@
 
 build: $(STAMP)
-	$(PY) -m course.tooling.build
+	$(PY) -m autograde.build
 
 demo: $(STAMP)
-	$(PY) -m course.tooling.build --if-stale
-	$(PY) -m course.tooling.demo
+	$(PY) -m autograde.build --if-stale
+	$(PY) -m autograde.demo
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=path/to/submitted-or-folder-or.zip [JOBS=2]"; exit 2; }
-	$(PY) -m course.tooling.build --if-stale
+	$(PY) -m autograde.build --if-stale
 	autograde/grade "$(SUBMISSIONS)" --jobs $(or $(JOBS),1)
 
 selfcheck: $(STAMP)
 	@test -n "$(NB)" || { echo "usage: make selfcheck NB=path/to/chapter.ipynb"; exit 2; }
-	$(PY) -m course.tooling.selfcheck "$(NB)"
+	$(PY) -m autograde.grader.selfcheck "$(NB)"
 
 gradescope: $(STAMP)
-	$(PY) -m course.tooling.build --if-stale
-	for ch in $$(ls source); do $(PY) -m course.tooling.gradescope export $$ch .work/gradescope || exit 1; done
+	$(PY) -m autograde.build --if-stale
+	for ch in $$(ls source); do $(PY) -m autograde.grader.gradescope export $$ch .work/gradescope || exit 1; done
 
 bench: $(STAMP)
-	$(PY) -m course.tooling.bench
+	$(PY) -m autograde.bench.notebooks
 
 bench-grading: $(STAMP)
-	$(PY) -m course.tooling.bench_grading
+	$(PY) -m autograde.bench.grading
 
 bench-engine: $(STAMP)
-	$(PY) -m course.tooling.bench_engine
+	$(PY) -m autograde.bench.engine
 
 # Students work on copies in .work/lab/: release/ stays as generated, and a
 # chapter already copied is never overwritten (your answers are kept).

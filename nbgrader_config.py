@@ -1,10 +1,10 @@
 """nbgrader settings for this course, fit for grading untrusted student code.
 
 Run nbgrader from the repository root, or from a workspace made by
-course.tooling.workspace (its own nbgrader_config.py loads this file and sets
+autograde.grader.workspace (its own nbgrader_config.py loads this file and sets
 the workspace as the course root, so run-time state stays out of git).
 """
-from course.tooling.preprocessors import (
+from autograde.grader.steps import (
     WARNING_PATTERN, ApplyIncidents, DetectCheating, DetectTampering, DropEmptyMetadata, HideHiddenTestsInFeedback,
     SandboxedExecute, StripCellTags,
 )
@@ -43,7 +43,7 @@ c.IgnorePattern.pattern = WARNING_PATTERN
 # A deleted test cell is put back from the gradebook and scored.
 c.OverwriteCells.add_missing_cells = True
 
-# Untrusted code runs in a contained kernel (course.tooling.sandbox): a fresh empty
+# Untrusted code runs in a contained kernel (autograde.grader.containment): a fresh empty
 # folder, its own unprivileged uid when grading as root, the workspace and source/
 # hidden, memory / file size / process / CPU limits. The whole notebook has a
 # wall-clock budget, each cell's output is capped, a crash restarts the kernel and

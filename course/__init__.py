@@ -4,7 +4,7 @@
 - course.reference: the reference engine, exported from the source notebooks by the build.
 - course.graphs: pictures of a recorded graph (drawing, step-through widget), for this engine and torch.
 - course.data: small seeded datasets generated with NumPy.
-- course.tooling: the build, the nbgrader workspace and the demo (instructor side).
+The instructor side (build, grader, tests) is the separate package `autograde`; nothing here imports it.
 """
 
 CHAPTERS: tuple[str, ...] = ("ch01_chain_rule", "ch02_tape", "ch03_vjp_rules")

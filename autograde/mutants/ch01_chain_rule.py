@@ -1,11 +1,11 @@
-"""Mutants and alternatives for ch01_chain_rule (loaded by course.tooling.mutants.load).
+"""Mutants and alternatives for ch01_chain_rule (loaded by autograde.build.catalogue.load).
 
 Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the
 test cells that must then score 0 (a broken Dual operator also costs test_jvp when the
 jvp tests use that operator). Each alternative replaces a whole answer cell by another
 correct answer and must keep full marks.
 """
-from course.tooling.mutants import Alternative, ExampleStudent, Mutant
+from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
 
 CD = ("test_central_difference",)
 ARITH = ("test_dual_arithmetic",)

@@ -1,4 +1,4 @@
-"""Mutants and alternatives for ch02_tape (loaded by course.tooling.mutants.load).
+"""Mutants and alternatives for ch02_tape (loaded by autograde.build.catalogue.load).
 
 Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the
 test cells that must then score 0. The tests of later exercises build their graphs with
@@ -9,7 +9,7 @@ that compares a graph with torch's sees it; a wrong topological order breaks the
 built on it (Exercise 5). Each alternative replaces a whole answer cell by another
 correct answer and must keep full marks.
 """
-from course.tooling.mutants import Alternative, ExampleStudent, Mutant
+from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
 
 ACC = ("test_accumulate_grad",)
 REC = ("test_recording",)

@@ -1,4 +1,4 @@
-"""Mutants and alternatives for ch03_vjp_rules (loaded by course.tooling.mutants.load).
+"""Mutants and alternatives for ch03_vjp_rules (loaded by autograde.build.catalogue.load).
 
 Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the
 test cells that must then score 0. The rules of Exercises 2 and 4 call `unbroadcast`,
@@ -7,9 +7,9 @@ exercise's code (the gradcheck and SGD tests define their own Functions). Each
 alternative replaces a whole answer cell by another correct answer and must keep full
 marks; most are the source's solution with one or two rules written differently.
 """
-from course.tooling import build
-from course.tooling import notebook as nbk
-from course.tooling.mutants import Alternative, ExampleStudent, Mutant
+from autograde.build import products as build
+from autograde import notebook as nbk
+from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
 
 CHAPTER = "ch03_vjp_rules"
 UNBROADCAST = ("test_unbroadcast",)

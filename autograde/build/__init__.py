@@ -1,0 +1,1 @@
+"""One source, many products: everything generated from source/ (products) and the mutant catalogues (catalogue)."""

@@ -1,0 +1,162 @@
+"""Export a chapter as a Gradescope autograder, and the code that runs inside it.
+
+    .venv/bin/python -m autograde.grader.gradescope export CHAPTER [DEST]   # DEST/<chapter>/ and DEST/<chapter>.zip
+
+The zip holds what Gradescope asks for at its top level: setup.sh (installs
+Python and the course's pinned dependencies into /autograder/venv) and
+run_autograder, plus the `course` package, the grader's part of `autograde`, nbgrader_config.py, the chapter's
+source notebook (its hidden tests stay in /autograder/source, which students
+never see) and the pins. run_autograder grades the one notebook in
+/autograder/submission with nbgrader and the course's configuration (the same
+contained kernel, limits and integrity checks as `autograde/grade`) and writes
+/autograder/results/results.json: one test per exercise, with the points and
+the messages of the checks that failed, never the hidden tests' code.
+
+AUTOGRADER_ROOT (default /autograder) and AUTOGRADER_PYTHON (default
+/autograder/venv/bin/python) let the tests run it in a simulated layout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from autograde.grader import incidents as integrity
+from autograde import notebook as nbk
+from autograde.grader.selfcheck import messages
+from autograde.grader.workspace import NbgraderError, Workspace
+
+REPO = nbk.REPO
+STUDENT = "student"
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once when it builds the autograder image (Ubuntu, as root).
+set -euo pipefail
+apt-get update
+apt-get install -y --no-install-recommends python3 python3-venv python3-pip
+python3 -m venv /autograder/venv
+/autograder/venv/bin/pip install --upgrade pip
+/autograder/venv/bin/pip install -c /autograder/source/constraints.txt \\
+    --extra-index-url https://download.pytorch.org/whl/cpu /autograder/source
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission; it writes $AUTOGRADER_ROOT/results/results.json.
+set -euo pipefail
+root="${{AUTOGRADER_ROOT:-/autograder}}"
+python="${{AUTOGRADER_PYTHON:-$root/venv/bin/python}}"
+cd "$root/source"
+PYTHONPATH="$root/source" exec "$python" -m autograde.grader.gradescope run --root "$root" --chapter {chapter}
+"""
+
+
+def export(chapter: str, dest: Path) -> Path:
+    """Write dest/<chapter>/ (the autograder's files) and dest/<chapter>.zip; return the zip."""
+    src = REPO / "source" / chapter / f"{chapter}.ipynb"
+    if not src.exists():
+        raise FileNotFoundError(f"chapter {chapter}: no source notebook at {src}")
+    folder = Path(dest) / chapter
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    shutil.copytree(REPO / "course", folder / "course", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    # the grader's code (pipeline, containment, hidden-test helpers), without the instructor's data and tests
+    shutil.copytree(REPO / "autograde", folder / "autograde", ignore=shutil.ignore_patterns(
+        "__pycache__", "*.pyc", "examples", "mutants", "tests", "corpus", "bench", "build", "demo.py", "grade"))
+    for name in ("pyproject.toml", "constraints.txt", "nbgrader_config.py", "README.md"):
+        shutil.copyfile(REPO / name, folder / name)
+    (folder / "source" / chapter).mkdir(parents=True)
+    shutil.copyfile(src, folder / "source" / chapter / src.name)
+    (folder / "setup.sh").write_text(SETUP_SH)
+    (folder / "run_autograder").write_text(RUN_AUTOGRADER.format(chapter=chapter))
+    for script in ("setup.sh", "run_autograder"):
+        (folder / script).chmod(0o755)
+    archive = Path(dest) / f"{chapter}.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                info = zipfile.ZipInfo(str(path.relative_to(folder)), date_time=(2024, 1, 1, 0, 0, 0))
+                info.external_attr = (path.stat().st_mode & 0o777) << 16
+                zf.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+    return archive
+
+
+def results(chapter: str, graded, scores: dict, incidents: list[integrity.Incident]) -> dict:
+    """results.json: one test per exercise (answer cell), summing its test cells; messages only."""
+    said = messages(graded)
+    exercises: dict[str, list[str]] = {}
+    current = None
+    for cell in graded.cells:
+        if nbk.is_solution(cell):
+            current = nbk.grade_id(cell)
+        elif nbk.is_test(cell):
+            exercises.setdefault(current or chapter, []).append(nbk.grade_id(cell))
+    tests = []
+    for exercise, cells in exercises.items():
+        got = sum(scores[g].score for g in cells if g in scores)
+        top = sum(scores[g].max_score for g in cells if g in scores)
+        lost = [f"{g}: {said.get(g, 'no points')}" for g in cells if g in scores and scores[g].score < scores[g].max_score]
+        tests.append({"name": exercise, "score": got, "max_score": top, "visibility": "visible",
+                      "output": "\n".join(lost) if lost else "All checks passed."})
+    out = {"score": sum(t["score"] for t in tests), "tests": tests, "visibility": "visible",
+           "stdout_visibility": "hidden"}
+    if incidents:
+        out["output"] = "The grader noted:\n" + "\n".join(f"- {i.words()}" for i in incidents)
+    return out
+
+
+def run(root: Path, chapter: str) -> dict:
+    """Grade the submission under root/submission and write root/results/results.json."""
+    root = Path(root)
+    (root / "results").mkdir(parents=True, exist_ok=True)
+    notebooks = sorted((root / "submission").rglob("*.ipynb"))
+    chosen = next((p for p in notebooks if p.name == f"{chapter}.ipynb"), notebooks[0] if notebooks else None)
+    if chosen is None:
+        data = {"score": 0, "output": f"No notebook found in the submission: upload {chapter}.ipynb.", "tests": []}
+    else:
+        with tempfile.TemporaryDirectory(prefix="gradescope-") as tmp:
+            ws = Workspace(Path(tmp) / "ws")
+            ws.create((chapter,))
+            with (ws.root / "nbgrader_config.py").open("a") as f:  # the kernel never sees the results or the upload
+                f.write(f"c.SandboxKernelManager.hide_paths = {[str(root / 'results'), str(root / 'submission')]!r}\n")
+            ws.generate_assignment(chapter)
+            ws.submit(STUDENT, chapter, chosen)
+            try:
+                ws.autograde(chapter)
+            except NbgraderError as exc:
+                print(exc, file=sys.stderr)
+            path = ws.root / "autograded" / STUDENT / chapter / f"{chapter}.ipynb"
+            if path.exists():
+                graded = nbk.read(path)
+                data = results(chapter, graded, ws.cell_scores(chapter).get(STUDENT, {}), integrity.stored(graded))
+            else:
+                data = {"score": 0, "tests": [], "output": "The notebook could not be graded (is it a valid "
+                                                           f"{chapter} notebook?). Download it again and resubmit."}
+    (root / "results" / "results.json").write_text(json.dumps(data, indent=1) + "\n")
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograde.grader.gradescope", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("export", help="write the autograder zip of a chapter")
+    e.add_argument("chapter")
+    e.add_argument("dest", type=Path, nargs="?", default=REPO / ".work" / "gradescope")
+    r = sub.add_parser("run", help="(inside the autograder) grade /autograder/submission")
+    r.add_argument("--root", type=Path, default=Path("/autograder"))
+    r.add_argument("--chapter", required=True)
+    args = parser.parse_args(argv)
+    if args.command == "export":
+        print(export(args.chapter, args.dest))
+    else:
+        data = run(args.root, args.chapter)
+        print(f"score {data['score']:g}; results in {args.root / 'results' / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

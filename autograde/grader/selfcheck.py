@@ -1,0 +1,118 @@
+"""Grade your own notebook the way the instructor's grader does, and see per exercise what is wrong.
+
+    .venv/bin/python -m autograde.grader.selfcheck path/to/ch01_chain_rule.ipynb
+
+The notebook is copied (never changed) into a scratch nbgrader workspace and
+autograded there with the course's configuration: the same contained kernel,
+hidden tests and limits as for grading. For each exercise it prints the
+points and, when points were lost, the message of the check that failed
+(course.checking says what was expected and what your code gave). The code of
+the hidden tests is never printed: only the error's type and message.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograde.grader import command as grading
+
+from autograde.grader import incidents as integrity
+from autograde import notebook as nbk
+from autograde.grader.workspace import NbgraderError, Workspace
+
+STUDENT = "me"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One test cell's result."""
+
+    exercise: str
+    test: str
+    score: float
+    max_score: float
+    message: str
+
+
+def messages(nb) -> dict[str, str]:
+    """Per test cell, 'ErrorType: message' of its first error (or stderr), without tracebacks."""
+    out = {}
+    for cell in nb.cells:
+        if not nbk.is_test(cell):
+            continue
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "error":
+                out[nbk.grade_id(cell)] = f"{o.get('ename', 'Error')}: {o.get('evalue', '')}".strip()
+                break
+            if o.get("output_type") == "stream" and o.get("name") == "stderr":
+                out[nbk.grade_id(cell)] = "wrote to stderr: " + str(o.get("text", "")).strip()[:300]
+                break
+    return out
+
+
+def check(path: Path, chapter: str | None = None, cell_timeout: int = grading.CELL_TIMEOUT,
+          notebook_timeout: int = grading.NOTEBOOK_TIMEOUT) -> tuple[list[Line], list[integrity.Incident]]:
+    """Autograde one notebook in a scratch workspace; per test cell, score and message, and the incidents."""
+    chapters = grading.available_chapters()
+    chapter = chapter or grading.detect_chapter(Path(path), chapters, {ch: grading.chapter_ids(ch) for ch in chapters})
+    if chapter is None:
+        raise ValueError(f"{path} is not a notebook of any chapter ({', '.join(chapters)})")
+    with tempfile.TemporaryDirectory(prefix="selfcheck-") as tmp:
+        ws = Workspace(Path(tmp) / "ws", extra_args=(f"--Execute.timeout={cell_timeout}",
+                                                    f"--SandboxedExecute.notebook_timeout={notebook_timeout}"))
+        ws.create((chapter,))
+        ws.generate_assignment(chapter)
+        ws.submit(STUDENT, chapter, Path(path))
+        ws.autograde(chapter)
+        scores = ws.cell_scores(chapter)[STUDENT]
+        graded = nbk.read(ws.root / "autograded" / STUDENT / chapter / f"{chapter}.ipynb")
+    said = messages(graded)
+    owner, current = {}, chapter
+    for cell in graded.cells:
+        if nbk.is_solution(cell):
+            current = nbk.grade_id(cell)
+        elif nbk.is_test(cell):
+            owner[nbk.grade_id(cell)] = current
+    lines = [Line(owner.get(gid, chapter), gid, s.score, s.max_score,
+                  "ok" if s.score == s.max_score else said.get(gid, "no points (no message)"))
+             for gid, s in scores.items()]
+    order = {nbk.grade_id(c): i for i, c in enumerate(graded.cells)}
+    return sorted(lines, key=lambda ln: order.get(ln.test, 0)), integrity.stored(graded)
+
+
+def format_report(lines: list[Line], incidents: list[integrity.Incident]) -> str:
+    """Per exercise, each test's points and message; the total; the incidents."""
+    out, last = [], None
+    for ln in lines:
+        if ln.exercise != last:
+            out.append(f"\n{ln.exercise}")
+            last = ln.exercise
+        out.append(f"  {ln.test:32} {ln.score:g} / {ln.max_score:g}   {ln.message}")
+    got, total = sum(ln.score for ln in lines), sum(ln.max_score for ln in lines)
+    out.append(f"\nTotal: {got:g} / {total:g}")
+    if incidents:
+        out.append("\nThe grader also noted:")
+        out += [f"  - {inc.words()}" for inc in incidents]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograde.grader.selfcheck", description=__doc__.split("\n")[0])
+    parser.add_argument("notebook", type=Path)
+    parser.add_argument("--chapter", help="chapter id (default: recognised from the notebook)")
+    parser.add_argument("--cell-timeout", type=int, default=grading.CELL_TIMEOUT)
+    args = parser.parse_args(argv)
+    try:
+        lines, incidents = check(args.notebook, args.chapter, args.cell_timeout)
+    except (ValueError, NbgraderError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(format_report(lines, incidents))
+    return 0 if all(ln.score == ln.max_score for ln in lines) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

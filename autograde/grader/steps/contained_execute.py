@@ -1,0 +1,211 @@
+"""Step: nbgrader's Execute in a contained kernel, with a notebook time limit, output caps and crash recovery."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import sys
+from time import monotonic
+
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import run_sync
+from nbconvert.exporters.exporter import ResourcesDict
+from nbformat import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, Int
+
+from autograde import notebook as nbk
+from autograde.grader import incidents
+from autograde.grader.containment import SandboxKernelManager
+from autograde.grader.incidents import error_output
+
+# Run silently in the kernel before every test cell: test cells import their helpers
+# afresh from an unpatched course.checking, and builtins get back their original values.
+_SNAPSHOT = ("__autograde_restore__ = (lambda snap: lambda: [setattr(__import__('builtins'), k, v) "
+             "for k, v in snap.items()])(dict(vars(__import__('builtins'))))")
+_GUARD = ("__autograde_restore__(); [__import__('sys').modules.pop(m, None) for m in "
+          "list(__import__('sys').modules) if m == 'course.checking']")
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute in a contained kernel, with a notebook time limit, output caps and crash recovery.
+
+    - The kernel starts through SandboxKernelManager (autograde.grader.containment),
+      whatever kernelspec the notebook names: fresh empty folder, limits, own
+      uid, the workspace hidden.
+    - The whole notebook has `notebook_timeout` seconds; each cell gets
+      min(Execute.timeout, what is left); cells past the limit are not run
+      and score 0.
+    - A cell's outputs are capped at `max_output_bytes`; the rest is dropped
+      (an overflow on stderr still counts as stderr).
+    - When a cell kills the kernel (os._exit, exit(), a signal) or leaves it
+      unresponsive after an interrupt, the cell keeps an error, a fresh kernel
+      is started and every earlier cell except those that killed it or timed
+      out is run again, so the cells after it are graded on their own merit.
+    - Before each test cell, course.checking is re-imported and builtins are
+      restored, so a patch in an answer cell cannot pass later tests.
+    - Processes a cell leaves behind (a fork bomb) are killed after it.
+    Each of these is recorded as an incident in the notebook's metadata.
+    """
+
+    contain = Bool(True, help="Run the kernel in the sandbox (False: nbgrader's plain kernel, for controls)").tag(
+        config=True)
+    notebook_timeout = Int(900, help="Wall-clock seconds for the whole notebook").tag(config=True)
+    max_output_bytes = Int(1_000_000, help="Output kept per cell, in characters").tag(config=True)
+
+    def __init__(self, **kw):
+        kw.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(**kw)
+        if not self.contain:
+            from jupyter_client.manager import AsyncKernelManager
+
+            self.kernel_manager_class = AsyncKernelManager
+
+    # -- set-up ---------------------------------------------------------------
+    def _hidden_paths(self) -> list[str]:
+        """The grader's workspace (gradebook, every student's files), or its parts when it holds the kernel's code."""
+        db_url = (getattr(self, "resources", None) or {}).get("nbgrader", {}).get("db_url", "")
+        if not db_url.startswith("sqlite:///"):
+            return []
+        root = Path(db_url[len("sqlite:///"):]).resolve().parent
+        needed = [Path(sys.prefix).resolve(), nbk.REPO / "course"]
+        if any(root == p or root in p.parents for p in needed):
+            return [str(root / n) for n in ("gradebook.db", "submitted", "autograded", "feedback", "source",
+                                            "release", "jobs") if (root / n).exists()]
+        return [str(root)]
+
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        if isinstance(km, SandboxKernelManager):
+            km.hide_paths = [*km.hide_paths, *self._hidden_paths()]
+        return km
+
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict = None, km=None):
+        self._incidents: list[incidents.Incident] = []
+        self._deadline = monotonic() + self.notebook_timeout
+        self._skip_on_replay: set[int] = set()
+        self._used: dict[int, int] = {}
+        self._cut: set[int] = set()
+        self._stopped = False
+        self.timeout_func = self._cell_timeout
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            incidents.add(nb, self._incidents)
+
+    def _cell_timeout(self, cell: NotebookNode) -> int:
+        remaining = int(self._deadline - monotonic()) + 1
+        return max(1, min(self.timeout or remaining, remaining))
+
+    def _quiet(self, code: str, timeout: float = 30) -> None:
+        run_sync(self.kc.execute_interactive)(code, silent=True, store_history=False, timeout=timeout,
+                                               output_hook=lambda msg: None, allow_stdin=False)
+
+    def start_new_kernel_client(self):  # type: ignore[override]
+        kc = super().start_new_kernel_client()
+        self._quiet(_SNAPSHOT, timeout=60)
+        return kc
+
+    # -- running cells ------------------------------------------------------------
+    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
+        if cell.cell_type != "code" or not cell.source.strip():
+            return cell, resources
+        where = incidents.label(cell, index)
+        if monotonic() >= self._deadline:
+            cell.outputs = [error_output("NotebookTimeLimit", f"not run: the notebook used up its {self.notebook_timeout} s")]
+            if not self._stopped:
+                self._stopped = True
+                self._incidents.append(incidents.Incident(
+                    "time-limit", where, f"the notebook ran past its {self.notebook_timeout} s limit; "
+                                         f"cells from {where} on were not run and score 0"))
+            return cell, resources
+        if nbk.is_test(cell):
+            try:
+                self._quiet(_GUARD)
+            except Exception:  # noqa: BLE001 - a broken guard must not stop grading
+                pass
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        except (DeadKernelError, CellTimeoutError, RuntimeError) as exc:
+            dead = isinstance(exc, DeadKernelError) or "died" in str(exc)
+            cell.outputs = list(cell.get("outputs", [])) + [error_output(
+                "KernelDied" if dead else "KernelUnresponsive",
+                "the kernel stopped while running this cell" if dead else "the kernel did not respond after an interrupt")]
+            self._incidents.append(incidents.Incident(
+                "crash", where, f"cell {where} {'crashed the kernel (os._exit, exit() or a fatal signal)' if dead else 'left the kernel unresponsive'}; "
+                                "a fresh kernel reran the cells before it and grading went on"))
+            self._skip_on_replay.add(index)
+            self._restart(index)
+            return cell, resources
+        self._after(cell, index, where)
+        return cell, resources
+
+    def _after(self, cell: NotebookNode, index: int, where: str) -> None:
+        names = {o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"}
+        if "CellTimeoutError" in names:
+            self._skip_on_replay.add(index)
+            self._incidents.append(incidents.Incident(
+                "timeout", where, f"cell {where} ran past the {self.timeout} s "
+                                  "limit per cell and was interrupted"))
+        if "SystemExit" in names:
+            self._incidents.append(incidents.Incident(
+                "exit", where, f"cell {where} called sys.exit(); the kernel went on"))
+        if "MemoryError" in names:
+            self._incidents.append(incidents.Incident("memory", where, f"cell {where} ran out of memory (MemoryError)"))
+        if index in self._cut:
+            self._incidents.append(incidents.Incident(
+                "output", where, f"cell {where} printed more than {self.max_output_bytes:,} characters; the rest was dropped"))
+        km = self.km
+        if km is not None and hasattr(km, "reap_strays"):
+            killed = km.reap_strays()
+            if killed:
+                self._incidents.append(incidents.Incident(
+                    "processes", where, f"cell {where} left {killed} processes running; they were stopped"))
+
+    def _restart(self, index: int) -> None:
+        """Replace a dead or stuck kernel with a fresh one and rerun the cells before `index`."""
+        try:
+            if self.km is not None:
+                run_sync(self.km.shutdown_kernel)(now=True)
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            self._cleanup_kernel()
+        except Exception:  # noqa: BLE001
+            self.km, self.kc = None, None
+        self.km = self.create_kernel_manager()
+        self.start_new_kernel()
+        self.start_new_kernel_client()
+        for i, earlier in enumerate(self.nb.cells[:index]):
+            if (i in self._skip_on_replay or earlier.cell_type != "code" or not earlier.source.strip()
+                    or nbk.is_test(earlier)):
+                continue
+            remaining = self._deadline - monotonic()
+            if remaining <= 1:
+                break
+            try:
+                self._quiet(earlier.source, timeout=min(self.timeout or remaining, remaining))
+            except Exception:  # noqa: BLE001 - a cell that fails again just stays failed
+                break
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content", {})
+        if msg.get("msg_type") == "error":
+            content["evalue"] = str(content.get("evalue", ""))[:10_000]
+            content["traceback"] = [str(line)[:10_000] for line in content.get("traceback", [])[:200]]
+            return super().output(outs, msg, display_id, cell_index)
+        if msg.get("msg_type") == "stream":
+            size = len(content.get("text", ""))
+        else:
+            size = sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in content.get("data", {}).values())
+        used = self._used.get(cell_index, 0)
+        if used + size <= self.max_output_bytes:
+            self._used[cell_index] = used + size
+            return super().output(outs, msg, display_id, cell_index)
+        if cell_index not in self._cut:
+            self._cut.add(cell_index)
+            outs.append(NotebookNode(output_type="stream", name="stdout",
+                                     text=f"\n... output beyond {self.max_output_bytes:,} characters dropped by the grader ...\n"))
+        if msg.get("msg_type") == "stream" and content.get("name") == "stderr" and \
+                not any(o.get("output_type") == "stream" and o.get("name") == "stderr" for o in outs):
+            outs.append(NotebookNode(output_type="stream", name="stderr", text="(stderr output dropped by the grader)\n"))
+        return None

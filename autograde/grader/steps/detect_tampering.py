@@ -1,0 +1,66 @@
+"""Steps: record what a submission changed in cells it may not change; drop the metadata nbgrader would choke on."""
+from __future__ import annotations
+
+from nbconvert.exporters.exporter import ResourcesDict
+from nbformat import NotebookNode
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from autograde import notebook as nbk
+from autograde.grader import incidents
+
+
+def _expected_cells(resources: ResourcesDict) -> dict[str, incidents.ExpectedCell]:
+    """The assignment's graded and locked cells, as the gradebook holds them."""
+    nbg = resources["nbgrader"]
+    out = {}
+    with Gradebook(nbg["db_url"]) as gb:
+        notebook = gb.find_notebook(nbg["notebook"], nbg["assignment"])
+        grades = {c.name: c for c in notebook.grade_cells}
+        solutions = {c.name for c in notebook.solution_cells}
+        for cell in notebook.source_cells:
+            grade = cell.name in grades and cell.name not in solutions
+            source = nbk.without_hidden_tests(cell.source) if grade else cell.source
+            out[cell.name] = incidents.ExpectedCell(
+                cell.name, cell.cell_type, bool(cell.locked), grade, cell.name in solutions,
+                float(grades[cell.name].max_score) if cell.name in grades else None, source)
+    return out
+
+
+class DetectTampering(NbGraderPreprocessor):
+    """Record what a submission changed in cells it may not change (first step of sanitising).
+
+    nbgrader's own steps then neutralise it: DeduplicateIds, StripCellTags,
+    OverwriteCells (restores test and read-only cells, cell types and points;
+    puts deleted test cells back). The incidents name it in the report.
+    """
+
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict):
+        expected = _expected_cells(resources)
+        found = incidents.tampering(nb, expected)
+        for i, cell in enumerate(nb.cells):
+            gid = nbk.grade_id(cell)
+            if "nbgrader" in cell.get("metadata", {}) and gid not in expected:
+                # nbgrader 0.9.6 fails on the whole notebook for a grading cell it does not know
+                del cell.metadata["nbgrader"]
+                if gid:
+                    found.append(incidents.Incident(
+                        "tampering", gid, f"cell {incidents.label(cell, i)} claims to be graded cell {gid}, which "
+                                          "the assignment does not have; it was run as an ordinary cell"))
+        incidents.store(nb, found)
+        return nb, resources
+
+
+class DropEmptyMetadata(NbGraderPreprocessor):
+    """Remove the empty nbgrader metadata DeduplicateIds leaves on a duplicated cell.
+
+    nbgrader 0.9.6's OverwriteCells (add_missing_task_cells) reads
+    metadata.nbgrader.grade_id of every cell that has an nbgrader key and fails
+    on the empty one, so a student who duplicates a test cell would otherwise
+    get no grade at all. Run right after DeduplicateIds.
+    """
+
+    def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
+        if "nbgrader" in cell.get("metadata", {}) and not cell.metadata.nbgrader.get("grade_id"):
+            del cell.metadata["nbgrader"]
+        return cell, resources

@@ -1,0 +1,188 @@
+"""An nbgrader course folder outside the repository, driven through nbgrader's own commands.
+
+A Workspace holds nbgrader's run-time state (source copy, release,
+submitted/, autograded/, feedback/, gradebook.db) in a folder that git
+ignores. Its nbgrader_config.py loads the repository's configuration, so an
+instructor can also `cd` into it and run any nbgrader command by hand.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbformat import NotebookNode
+
+from autograde import notebook as nbk
+
+CONFIG_TEMPLATE = '''"""nbgrader settings for this workspace: the course's own, with this folder as the root."""
+c = get_config()  # noqa: F821
+load_subconfig({repo_config!r})  # noqa: F821
+c.CourseDirectory.root = {root!r}
+'''
+
+
+class NbgraderError(RuntimeError):
+    """An nbgrader command failed; the message holds the end of its log."""
+
+
+@dataclass(frozen=True)
+class CellScore:
+    """One graded cell's result for one student."""
+
+    score: float
+    max_score: float
+
+
+class Workspace:
+    """One nbgrader course root with its own gradebook."""
+
+    def __init__(self, root: Path, extra_args: tuple[str, ...] = ()) -> None:
+        self.root = Path(root).resolve()
+        self.extra_args = tuple(extra_args)
+        self.logs = self.root / "logs"
+
+    # -- setting up ---------------------------------------------------------
+    def create(self, chapters: tuple[str, ...]) -> None:
+        """Write the config and copy the chapters' source notebooks in (keeps existing state)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(exist_ok=True)
+        (self.root / "nbgrader_config.py").write_text(
+            CONFIG_TEMPLATE.format(repo_config=str(nbk.REPO / "nbgrader_config.py"), root=str(self.root))
+        )
+        for chapter in chapters:
+            src = nbk.REPO / "source" / chapter / f"{chapter}.ipynb"
+            if not src.exists():
+                raise FileNotFoundError(f"chapter {chapter}: no source notebook at {src}")
+            dest = self.root / "source" / chapter
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest / src.name)
+
+    def nbgrader(self, *args: str, log: str) -> None:
+        """Run one nbgrader command in this workspace; raise NbgraderError with its log if it fails."""
+        cmd = [sys.executable, "-m", "nbgrader", *args, *self.extra_args]
+        log_path = self.logs / f"{log}.log"
+        # nbgrader runs `alembic` from PATH: put this interpreter's bin folder first,
+        # so an un-activated virtual environment works.
+        env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+        with log_path.open("w") as out:
+            proc = subprocess.run(cmd, cwd=self.root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL)
+        text = log_path.read_text(errors="replace")
+        # nbgrader autograde exits 0 even when a notebook could not be graded; its log says so.
+        if proc.returncode != 0 or "[ERROR]" in text:
+            tail = "\n".join(text.splitlines()[-40:])
+            raise NbgraderError(f"`nbgrader {' '.join(args)}` failed in {self.root} (log {log_path}):\n{tail}")
+
+    def generate_assignment(self, chapter: str) -> Path:
+        """nbgrader generate_assignment: writes release/<chapter>/ and the chapter's cells into the gradebook."""
+        self.nbgrader("generate_assignment", chapter, "--force", log=f"generate_assignment-{chapter}")
+        return self.root / "release" / chapter / f"{chapter}.ipynb"
+
+    def submit(self, student: str, chapter: str, nb: NotebookNode | Path,
+               extra_files: dict[str, str] | None = None) -> Path:
+        """Place a student's notebook (and any files they put beside it) where nbgrader expects them."""
+        dest = self.root / "submitted" / student / chapter / f"{chapter}.ipynb"
+        if dest.parent.exists():
+            shutil.rmtree(dest.parent)
+        dest.parent.mkdir(parents=True)
+        if isinstance(nb, Path):
+            shutil.copyfile(nb, dest)
+        else:
+            nbk.write(nb, dest)
+        for name, text in (extra_files or {}).items():
+            (dest.parent / name).parent.mkdir(parents=True, exist_ok=True)
+            (dest.parent / name).write_text(text)
+        return dest
+
+    # -- grading ------------------------------------------------------------
+    def autograde(self, chapter: str, student: str | None = None) -> None:
+        """nbgrader autograde (all submitted students, or one), regrading from scratch."""
+        args = ["autograde", chapter, "--force"]
+        if student:
+            args.append(f"--student={student}")
+        self.nbgrader(*args, log=f"autograde-{chapter}" + (f"-{student}" if student else ""))
+
+    def generate_feedback(self, chapter: str) -> Path:
+        """nbgrader generate_feedback: one HTML page per student, hidden tests removed."""
+        self.nbgrader("generate_feedback", chapter, "--force", log=f"generate_feedback-{chapter}")
+        return self.root / "feedback"
+
+    def export(self, csv_path: Path) -> Path:
+        """nbgrader export: the gradebook as CSV."""
+        self.nbgrader("export", f"--to={csv_path}", log="export")
+        return csv_path
+
+    # -- reading results ----------------------------------------------------
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.root / 'gradebook.db'}"
+
+    def cell_scores(self, chapter: str) -> dict[str, dict[str, CellScore]]:
+        """Per student, per graded cell (grade_id), the autograded score of a chapter."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        out: dict[str, dict[str, CellScore]] = {}
+        with Gradebook(self.db_url) as gb:
+            for student in gb.students:
+                try:
+                    sub = gb.find_submission_notebook(chapter, chapter, student.id)
+                except MissingEntry:
+                    continue
+                out[student.id] = {g.name: CellScore(float(g.score), float(g.max_score)) for g in sub.grades}
+        return out
+
+    def totals(self, chapters: tuple[str, ...]) -> dict[str, dict[str, CellScore]]:
+        """Per student, per chapter, (score, max) from the gradebook."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        out: dict[str, dict[str, CellScore]] = {}
+        with Gradebook(self.db_url) as gb:
+            for student in gb.students:
+                for chapter in chapters:
+                    try:
+                        sub = gb.find_submission(chapter, student.id)
+                    except MissingEntry:
+                        continue
+                    out.setdefault(student.id, {})[chapter] = CellScore(float(sub.score), float(sub.max_score))
+        return out
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A student's notebook and any other files they handed in beside it."""
+
+    notebook: NotebookNode | Path
+    extra_files: tuple[tuple[str, str], ...] = ()
+
+
+def grade_in_parallel(root: Path, chapter: str, submissions: dict[str, Submission],
+                      jobs: int = 2, extra_args: tuple[str, ...] = ()) -> dict[str, dict[str, CellScore]]:
+    """Autograde many students of one chapter, split over `jobs` workspaces (each its own gradebook).
+
+    nbgrader's gradebook is one SQLite file per workspace, so parallel workers
+    never share one; the per-cell scores are merged afterwards.
+    """
+    students = sorted(submissions)
+    shards = [students[i::jobs] for i in range(jobs)]
+    shards = [s for s in shards if s]
+
+    def run(index: int) -> dict[str, dict[str, CellScore]]:
+        ws = Workspace(Path(root) / f"shard{index}", extra_args=extra_args)
+        ws.create((chapter,))
+        ws.generate_assignment(chapter)
+        for student in shards[index]:
+            sub = submissions[student]
+            ws.submit(student, chapter, sub.notebook, dict(sub.extra_files))
+        ws.autograde(chapter)
+        return ws.cell_scores(chapter)
+
+    merged: dict[str, dict[str, CellScore]] = {}
+    with ThreadPoolExecutor(max_workers=len(shards)) as pool:
+        for result in pool.map(run, range(len(shards))):
+            merged.update(result)
+    return merged

@@ -1,0 +1,108 @@
+"""`make demo` end to end: the gradebook it prints, the feedback it writes, and that a rerun agrees."""
+from __future__ import annotations
+
+import csv
+import html
+import re
+
+import pytest
+
+from course import CHAPTERS
+from autograde.build import catalogue as mut
+from autograde.build.examples import example_losses
+from autograde import notebook as nbk
+
+from .conftest import catalogue, source
+from .test_products import _hidden_lines
+
+pytestmark = pytest.mark.grading
+
+
+def _table(report: str) -> str:
+    return report.split("\n\n")[1]
+
+
+def test_demo_gradebook_rows(demo):
+    root, first, _ = demo
+    header = _table(first).splitlines()[0].split()
+    assert header[-2:] == ["%", "incidents"], header
+    rows = {line.split()[0]: line for line in _table(first).splitlines()[2:]}
+    for ch in CHAPTERS:
+        total = sum(nbk.nbgrader_meta(c)["points"] for c in source(ch).cells if nbk.is_test(c))
+        for ex in catalogue(ch).examples:
+            assert ex.student in rows, f"{ex.student} missing from the gradebook:\n{first}"
+            pct, incidents = rows[ex.student].split()[-2:]
+            attacker = any(e.student == ex.student and e.kind == "attack" for c in CHAPTERS for e in catalogue(c).examples)
+            if attacker:
+                assert incidents not in ("none", "0"), f"{ex.student} attacks the grader: {rows[ex.student]}"
+            else:
+                assert incidents == "none", f"{ex.student} commits no incident: {rows[ex.student]}"
+            if ex.kind == "solution":
+                assert f"{total:g} / {total:g}" in rows[ex.student] and pct == "100"
+            elif ex.kind == "blank":
+                assert f"0 / {total:g}" in rows[ex.student] and pct == "0"
+            else:
+                assert 0 < int(pct) < 100, f"{ex.student} should land between 0 and 100%: {rows[ex.student]}"
+
+
+def test_demo_lists_incidents(demo):
+    """Each attacking example student's incidents are named (in plain words) in the report; nobody else's."""
+    from autograde.corpus.attacks import attack
+
+    _, first, _ = demo
+    section = first.split("Incidents (timeouts, crashes, limits, tampering, cheating):\n")[1].split("\n\n")[0]
+    expected = {(ex.student, ch, kind) for ch in CHAPTERS for ex in catalogue(ch).examples if ex.kind == "attack"
+                for kind in attack(ch, ex.attack).incidents}
+    for student, ch, kind in expected:
+        assert any(ln.startswith(student) and ch in ln and kind in ln for ln in section.splitlines()), (
+            f"the report should name a {kind} incident of {student} in {ch}:\n{section}")
+    attackers = {student for student, _, _ in expected}
+    others = [ln for ln in section.splitlines() if ln.strip() and ln.split()[0] not in attackers]
+    assert expected and not others or not expected and section == "none", section
+
+
+def test_demo_rerun_gives_the_same_report(demo):
+    _, first, second = demo
+    def stable(report: str) -> list[str]:
+        return [ln for ln in report.splitlines() if not ln.startswith("Done in")]
+
+    assert stable(first) == stable(second)
+
+
+def test_demo_lists_exactly_the_lost_test_cells(demo):
+    _, first, _ = demo
+    section = first.split("Test cells below full marks:\n")[1].split("\n\n")[0]
+    for ch in CHAPTERS:
+        cat = catalogue(ch)
+        for ex in cat.examples:
+            line = next((ln for ln in section.splitlines() if ln.startswith(f"{ex.student} {ch} ")), "")
+            listed = set(re.findall(r"(test_\w+) ", line))
+            tests = {nbk.grade_id(c) for c in source(ch).cells if nbk.is_test(c)}
+            expected = example_losses(cat, ex, tests)
+            if not expected:
+                assert not line, f"{ex.student} should lose nothing: {line}"
+            else:
+                assert listed == expected, f"{ex.student}: listed {sorted(listed)}, expected {sorted(expected)}"
+
+
+def test_demo_writes_csv_with_every_example(demo):
+    root, _, _ = demo
+    with open(root / "grades.csv") as f:
+        rows = list(csv.DictReader(f))
+    students = {r["student_id"] for r in rows}
+    assert {ex.student for ch in CHAPTERS for ex in catalogue(ch).examples} <= students
+
+
+def test_feedback_hides_hidden_tests(demo):
+    root, _, _ = demo
+    pages = sorted((root / "feedback").glob("*/*/*.html"))
+    assert pages, "no feedback pages were written"
+    for ch in CHAPTERS:
+        lines = _hidden_lines(ch)
+        for page in pages:
+            if page.parent.name != ch:
+                continue
+            text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+            leaked = sorted(ln for ln in lines if ln in text)
+            assert not leaked, f"{page} shows hidden-test code: {leaked[:3]}"
+            assert nbk.BEGIN_HIDDEN not in text
