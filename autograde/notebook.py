@@ -131,3 +131,55 @@ def solved_copy(nb: NotebookNode) -> NotebookNode:
     for cell in out.cells:
         cell.source = without_hidden_tests(solution_code(cell.source))
     return out
+
+
+# -- exercises: which answer cells a test cell grades ----------------------------
+COURSE_KEY = "course"
+"""Cell metadata key for the course's own settings (nbgrader ignores it):
+- on a test cell, "exercise": [answer grade_ids] overrides the default (the nearest answer cells before it);
+- on a test cell, "integrates": true says the exercise exists to combine the chapter's pieces, so the
+  grader does not swap in the reference for the others (the notebook says so to the student)."""
+
+
+def course_meta(cell: NotebookNode) -> dict:
+    """The cell's course metadata ({} when it has none)."""
+    return cell.get("metadata", {}).get(COURSE_KEY, {})
+
+
+def integrates(cell: NotebookNode) -> bool:
+    """True for a test cell of an exercise that combines the chapter's pieces (no reference swapped in)."""
+    return bool(course_meta(cell).get("integrates"))
+
+
+def exercises(nb: NotebookNode) -> dict[str, tuple[str, ...]]:
+    """Per test cell (grade_id), the answer cells it grades, in notebook order.
+
+    Default: walking back from the test cell, the answer cells met before the
+    previous group of test cells (so A1 T1 T2 A2 A3 T3 gives T1, T2 -> A1 and
+    T3 -> A2, A3). A test cell's metadata course.exercise overrides it.
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    for i, cell in enumerate(nb.cells):
+        if not is_test(cell):
+            continue
+        explicit = course_meta(cell).get("exercise")
+        if explicit:
+            out[grade_id(cell)] = tuple(explicit)
+            continue
+        found: list[str] = []
+        for earlier in reversed(nb.cells[:i]):
+            if is_test(earlier) and found:
+                break
+            if is_solution(earlier):
+                found.append(grade_id(earlier))
+        out[grade_id(cell)] = tuple(reversed(found))
+    return out
+
+
+def tests_of(nb: NotebookNode) -> dict[str, tuple[str, ...]]:
+    """Per answer cell (grade_id), the test cells that grade it (the inverse of exercises)."""
+    out: dict[str, list[str]] = {}
+    for test, answers in exercises(nb).items():
+        for answer in answers:
+            out.setdefault(answer, []).append(test)
+    return {answer: tuple(tests) for answer, tests in out.items()}

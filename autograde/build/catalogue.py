@@ -30,6 +30,16 @@ class Mutant:
     new: str
     loses: tuple[str, ...]
     """grade_ids of the test cells that must score 0; every other test cell must keep full marks."""
+    visible: bool | None = None
+    """Does the visible test of its exercise catch it (the student's own run of the notebook)? Must be set."""
+    hidden_because: str = ""
+    """When visible is False: why only the hidden tests can catch it (e.g. a bug only random shapes reveal)."""
+
+    def __post_init__(self) -> None:
+        if self.visible is None:
+            raise ValueError(f"mutant {self.name}: say whether the visible test catches it (visible=True/False)")
+        if not self.visible and not self.hidden_because.strip():
+            raise ValueError(f"mutant {self.name}: visible=False needs hidden_because (why a visible test cannot catch it)")
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,35 @@ from autograde.grader import incidents
 from autograde.grader.containment import SandboxKernelManager
 from autograde.grader.incidents import error_output
 
-# Run silently in the kernel before every test cell: test cells import their helpers
-# afresh from an unpatched course.checking, and builtins get back their original values.
-_SNAPSHOT = ("__autograde_restore__ = (lambda snap: lambda: [setattr(__import__('builtins'), k, v) "
-             "for k, v in snap.items()])(dict(vars(__import__('builtins'))))")
-_GUARD = ("__autograde_restore__(); [__import__('sys').modules.pop(m, None) for m in "
-          "list(__import__('sys').modules) if m == 'course.checking']")
+# Run silently in the kernel (autograde.hidden.harness): once at start, then around every test cell.
+_HARNESS = "__import__('autograde.hidden.harness', fromlist=['harness'])"
+_START = f"{_HARNESS}.start()"
+_AFTER = f"{_HARNESS}.after_test()"
+
+
+def reference_swaps(chapter: str) -> dict[str, list[str]]:
+    """Per test cell, the reference code of the chapter's other exercises it runs on (isolation).
+
+    The answer cells tagged `export` that come before the test cell, except the
+    ones it grades, as the source notebook writes them (solutions in, hidden tests
+    out); none for a test cell whose exercise integrates the chapter's pieces.
+    Read from the course's own source notebook, never from the submission.
+    """
+    path = nbk.REPO / "source" / chapter / f"{chapter}.ipynb"
+    if not path.exists():
+        return {}
+    source = nbk.read(path)
+    graded = nbk.exercises(source)
+    out: dict[str, list[str]] = {}
+    answers: list[tuple[str, str]] = []
+    for cell in source.cells:
+        if nbk.is_solution(cell) and nbk.is_exported(cell):
+            answers.append((nbk.grade_id(cell), nbk.without_hidden_tests(nbk.solution_code(cell.source))))
+        elif nbk.is_test(cell):
+            gid = nbk.grade_id(cell)
+            own = set(graded.get(gid, ()))
+            out[gid] = [] if nbk.integrates(cell) else [code for answer, code in answers if answer not in own]
+    return out
 
 
 class SandboxedExecute(Execute):
@@ -49,6 +72,8 @@ class SandboxedExecute(Execute):
 
     contain = Bool(True, help="Run the kernel in the sandbox (False: nbgrader's plain kernel, for controls)").tag(
         config=True)
+    isolate = Bool(True, help="Run each test cell on the reference code of the chapter's other exercises, so one "
+                              "bug costs one exercise (False: the student's code throughout, for controls)").tag(config=True)
     notebook_timeout = Int(900, help="Wall-clock seconds for the whole notebook").tag(config=True)
     max_output_bytes = Int(1_000_000, help="Output kept per cell, in characters").tag(config=True)
 
@@ -87,6 +112,8 @@ class SandboxedExecute(Execute):
         self._cut: set[int] = set()
         self._stopped = False
         self.timeout_func = self._cell_timeout
+        chapter = (resources or {}).get("nbgrader", {}).get("assignment", "")
+        self._swaps = reference_swaps(chapter) if self.isolate and chapter else {}
         try:
             return super().preprocess(nb, resources, km)
         finally:
@@ -102,7 +129,7 @@ class SandboxedExecute(Execute):
 
     def start_new_kernel_client(self):  # type: ignore[override]
         kc = super().start_new_kernel_client()
-        self._quiet(_SNAPSHOT, timeout=60)
+        self._quiet(_START, timeout=60)
         return kc
 
     # -- running cells ------------------------------------------------------------
@@ -118,9 +145,11 @@ class SandboxedExecute(Execute):
                     "time-limit", where, f"the notebook ran past its {self.notebook_timeout} s limit; "
                                          f"cells from {where} on were not run and score 0"))
             return cell, resources
-        if nbk.is_test(cell):
+        test = nbk.is_test(cell)
+        if test:
+            references = self._swaps.get(nbk.grade_id(cell), [])
             try:
-                self._quiet(_GUARD)
+                self._quiet(f"{_HARNESS}.before_test({references!r})")
             except Exception:  # noqa: BLE001 - a broken guard must not stop grading
                 pass
         try:
@@ -136,6 +165,11 @@ class SandboxedExecute(Execute):
             self._skip_on_replay.add(index)
             self._restart(index)
             return cell, resources
+        if test:
+            try:
+                self._quiet(_AFTER)
+            except Exception:  # noqa: BLE001 - the next test cell's before_test undoes the swap too
+                pass
         self._after(cell, index, where)
         return cell, resources
 
