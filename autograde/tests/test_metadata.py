@@ -75,7 +75,7 @@ def test_no_trailing_expression_in_test_cells(chapter):
     Checked on the whole cell (what autograde runs) and on its visible part
     (what the release, and so nbgrader validate, runs).
     """
-    returns_none = {"check_close", "check_shape", "check_equal", "check_choice"}
+    returns_none = {"check_close", "check_shape", "check_equal", "check_choice", "passed"}
     for gid, cell in graded_test_cells(source(chapter)).items():
         for label, code in (("cell", cell.source), ("visible part", nbk.without_hidden_tests(cell.source))):
             body = ast.parse(code).body
@@ -95,10 +95,11 @@ def test_answer_cells_use_only_the_students_tools(chapter):
 
 
 def test_chapter_shape(chapter):
-    """4-8 graded exercises and 3-6 concept checks, as the syllabus asks."""
+    """4-8 graded exercises (an exercise may have one test cell per concept) and 3-6 concept checks."""
     tests = graded_test_cells(source(chapter))
     concepts = [g for g in tests if g.startswith("test_concept_")]
-    exercises = [g for g in tests if not g.startswith("test_concept_")]
+    graded = nbk.exercises(source(chapter))
+    exercises = sorted({graded[g] for g in tests if not g.startswith("test_concept_")})
     assert 4 <= len(exercises) <= 8, f"{len(exercises)} graded exercises: {exercises}"
     assert 3 <= len(concepts) <= 6, f"{len(concepts)} concept checks: {concepts}"
     assert any(nbk.is_exported(c) for c in source(chapter).cells), "no cell exported to the reference engine"

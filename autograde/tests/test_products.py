@@ -16,13 +16,22 @@ def test_products_are_fresh(chapter):
     assert not problems, "stale products (run `make build` and commit):\n" + "\n".join(problems)
 
 
+def hidden_helper_path(chapter: str):
+    """The chapter's hidden-test helper module (autograde/hidden/<chapter>.py), which hidden test cells import."""
+    return nbk.REPO / "autograde" / "hidden" / f"{chapter}.py"
+
+
 def _hidden_lines(chapter: str) -> set[str]:
-    """Distinctive hidden-test lines: long enough not to occur by chance, and not also visible."""
+    """Distinctive hidden lines (the hidden-test regions and the chapter's hidden-test helper module): long
+    enough not to occur by chance, and not also visible."""
     visible, hidden = set(), set()
     for cell in source(chapter).cells:
         visible |= {ln.strip() for ln in nbk.without_hidden_tests(cell.source).split("\n")}
         hidden |= {ln.strip() for ln in nbk.hidden_test_lines(cell.source)}
-    return {ln for ln in hidden - visible if len(ln) >= 20 and not ln.startswith("#")}
+    helper = hidden_helper_path(chapter)
+    if helper.exists():
+        hidden |= {ln.strip() for ln in helper.read_text().split("\n")}
+    return {ln for ln in hidden - visible if len(ln) >= 20 and not ln.startswith(("#", '"""'))}
 
 
 def _texts_of(path) -> str:
