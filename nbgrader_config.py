@@ -5,7 +5,7 @@ autograde.grader.workspace (its own nbgrader_config.py loads this file and sets
 the workspace as the course root, so run-time state stays out of git).
 """
 from autograde.grader.steps import (
-    WARNING_PATTERN, ApplyIncidents, DetectCheating, DetectTampering, DropEmptyMetadata, HideHiddenTestsInFeedback,
+    WARNING_PATTERN, ApplyIncidents, DetectTampering, NoteFileAccess, DropEmptyMetadata, HideHiddenTestsInFeedback,
     SandboxedExecute, StripCellTags,
 )
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
@@ -65,7 +65,7 @@ c.Autograde.sanitize_preprocessors = [
     StripCellTags,  # a skip-execution tag must not let a test cell pass unrun
     OverwriteKernelspec,
     OverwriteCells,
-    DetectCheating,  # on the notebook as it will run
+    NoteFileAccess,  # on the notebook as it will run (reported only; cheating is found at run time)
     CheckCellMetadata,
 ]
 c.Autograde.autograde_preprocessors = [

@@ -115,6 +115,67 @@ print("kernel uid", os.getuid())
 """
 
 
+TORCH_AT_RUN_TIME = """
+import importlib
+_mine_FN = FN
+def FN(*args, **kwargs):
+    backend = importlib.import_module("to" + "rch")  # to check my answer
+    backend.zeros(1)
+    return _mine_FN(*args, **kwargs)
+"""
+
+COMPUTED_IMPORT = """
+import importlib
+try:
+    FN = getattr(importlib.import_module("course.reference." + "CHAPTER"), "FN")
+except Exception as exc:
+    print("no reference:", type(exc).__name__)
+"""
+
+RUN_CELL_OVERRIDE = """
+import ast
+shell = get_ipython()
+class Nothing(ast.NodeTransformer):
+    def visit_Module(self, node):
+        return ast.Module(body=[], type_ignores=[])
+shell.ast_transformers.append(Nothing())
+_real_run_cell = shell.run_cell
+shell.run_cell = lambda raw_cell, *args, **kwargs: _real_run_cell("pass", *args, **kwargs)
+"""
+
+STACK_SNOOP = """
+_mine_FN = FN
+def FN(*args, **kwargs):
+    import inspect, linecache
+    frame = inspect.currentframe().f_back
+    try:
+        print("CALLER SOURCE:", inspect.getsource(frame))
+    except Exception as exc:
+        print("no source:", type(exc).__name__)
+    print("CALLER LINES:", "".join(linecache.getlines(frame.f_code.co_filename))[:5000])
+    return _mine_FN(*args, **kwargs)
+"""
+
+
+def _scratch(nb: NotebookNode, after: str, code: str) -> NotebookNode:
+    """A code cell of the student's own (no nbgrader metadata) right after the answer cell `after`."""
+    from nbformat.v4 import new_code_cell
+
+    out = nbk.copy_notebook(nb)
+    index = out.cells.index(_cell(out, after))
+    out.cells.insert(index + 1, new_code_cell(code))
+    return out
+
+
+def _scratch_last(nb: NotebookNode, code: str) -> NotebookNode:
+    """A code cell of the student's own at the very end of the notebook."""
+    from nbformat.v4 import new_code_cell
+
+    out = nbk.copy_notebook(nb)
+    out.cells.append(new_code_cell(code))
+    return out
+
+
 def attacks(chapter: str, targets: tuple[str, ...] = ()) -> list[Attack]:
     """The corpus of a chapter. targets: grader files the snooping attack tries to read (paths it is told)."""
     source = nbk.read(build.source_path(chapter))
@@ -195,16 +256,37 @@ def attacks(chapter: str, targets: tuple[str, ...] = ()) -> list[Attack]:
                filled, frozenset(), ("files",),
                extra_files=(("torch.py", "raise ImportError('shadowed torch')\n"),
                             ("course/__init__.py", "raise ImportError('shadowed course')\n"))),
-        Attack("torch_in_solution", "imports torch in an answer cell",
-               _append(filled, answer, "import torch  # to check my answer"), t1, ("cheating",)),
+        Attack("torch_in_solution", f"{fn} computes its answer with torch at run time (checked by torch, "
+                                    "wrapped so the text never says `torch` in the answer cell)",
+               _append(filled, answer, TORCH_AT_RUN_TIME.replace("FN", fn)), t1, ("cheating",)),
+        Attack("torch_explored_in_scratch", "a scratch cell of the student's own explores torch: allowed, no cost",
+               _scratch(filled, answer, "import torch\nprobe = torch.ones(3, requires_grad=True)\n"
+                                        "(probe * probe).sum().backward()\nprint(probe.grad)"), frozenset(), ()),
         Attack("reference_imported", f"takes {fn} from the reference engine of this chapter",
                _edit(filled, answer, lambda cell, _: cell.__setitem__(
                    "source", f"from course.reference.{chapter} import {fn}\n")), t1, ("cheating",)),
+        Attack("reference_computed_import", f"takes {fn} from this chapter's reference through a module name "
+                                            "built at run time (no text scan can see it)",
+               _append(filled, answer, COMPUTED_IMPORT.replace("CHAPTER", chapter).replace("FN", fn)), t1, ("cheating",)),
         Attack("patched_check_close", f"patches course.checking.check_close to a no-op, with mutant {other.name} "
-                                      "elsewhere: the patch costs its exercise and does not save the mutant",
+                                      "elsewhere: the patch is undone before every test, so the mutant still loses",
                _append(mut.apply_mutant(filled, other), answer,
                        "import course.checking\ncourse.checking.check_close = lambda *args, **kwargs: None"),
-               t1 | frozenset(other.loses), ("cheating",)),
+               frozenset(other.loses), ("hook",)),
+        Attack("input_transformer_blank", "first exercise blank; its answer cell registers an IPython input "
+                                          "transformer that empties every later cell (the test cells too)",
+               _append(blank_first, answer, "get_ipython().input_transformers_cleanup.append(lambda lines: [])"),
+               t1, ("hook",)),
+        Attack("run_cell_override_blank", "first exercise blank; its answer cell replaces IPython's run_cell and an "
+                                          "AST transformer so that test cells do nothing",
+               _append(blank_first, answer, RUN_CELL_OVERRIDE), t1, ("hook",)),
+        Attack("history_printed", "the last cell prints IPython's input history (In), where the hidden tests ran",
+               _scratch_last(filled, "print('\\n'.join(In))\nprint(len(_ih))"), frozenset(), (),
+               must_not_print=("### BEGIN HIDDEN", "torch.autograd.grad(")),
+        Attack("stack_snooper", f"{fn} reads the source of the test cell that calls it (frames, linecache) and "
+                                "prints it, then answers correctly",
+               _append(filled, answer, STACK_SNOOP.replace("FN", fn)), frozenset(), (),
+               must_not_print=("torch.autograd.grad(",)),
     ]
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from autograde.grader import incidents as integrity
 from autograde import notebook as nbk
+from autograde.grader.secrets import scrub
 from autograde.grader.selfcheck import messages
 from autograde.grader.workspace import NbgraderError, Workspace
 
@@ -87,7 +88,7 @@ def export(chapter: str, dest: Path) -> Path:
 
 def results(chapter: str, graded, scores: dict, incidents: list[integrity.Incident]) -> dict:
     """results.json: one test per exercise (answer cell), summing its test cells; messages only."""
-    said = messages(graded)
+    said = messages(graded, chapter)
     exercises: dict[str, list[str]] = {}
     current = None
     for cell in graded.cells:
@@ -105,7 +106,7 @@ def results(chapter: str, graded, scores: dict, incidents: list[integrity.Incide
     out = {"score": sum(t["score"] for t in tests), "tests": tests, "visibility": "visible",
            "stdout_visibility": "hidden"}
     if incidents:
-        out["output"] = "The grader noted:\n" + "\n".join(f"- {i.words()}" for i in incidents)
+        out["output"] = scrub("The grader noted:\n" + "\n".join(f"- {i.words()}" for i in incidents), chapter)[0]
     return out
 
 

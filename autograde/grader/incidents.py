@@ -5,15 +5,13 @@ Two static checks, run by the course's nbgrader preprocessors:
   (deleted, edited, duplicated or retyped cells, changed points, tags that
   control execution). nbgrader's OverwriteCells, DeduplicateIds and the
   course's StripCellTags neutralise these; the incident records that it happened.
-- `cheating`: the code a student wrote (answer cells and any cell they added
-  or may edit) for what may not be in it: torch, the reference engine of the
-  chapter being graded, patched test helpers, builtins or modules, hooks into
-  IPython, exec/eval, files or shell commands. The incident costs the exercise
-  the code belongs to: the test cells after it, up to the next answer cell
-  (and, for a name imported from the reference engine, the tests of the answer
-  cell that should define that name).
-Run-time incidents (timeouts, crashes, memory, output) are recorded by
-SandboxedExecute.
+- `file_access`: what the code a student wrote does with files and the shell
+  (reported; the sandbox contains it).
+Run-time incidents are recorded by SandboxedExecute: timeouts, crashes, memory,
+output, and from the harness in the kernel (autograde.hidden.harness) hooks it
+undid and cheating it found: torch inside graded code, graded code not written
+in the notebook, this chapter's reference engine imported. Cheating costs
+exactly the test cells it concerns.
 """
 from __future__ import annotations
 
@@ -28,20 +26,11 @@ METADATA_KEY = "autograde"
 """Notebook metadata key under which incidents travel from one grading step to the next."""
 
 CONTROL_TAGS = ("skip-execution", "raises-exception")
-TEST_HELPERS = ("check_close", "check_shape", "check_equal", "check_raises", "check_choice", "to_numpy")
-GUARDED_BUILTINS = ("AssertionError", "Exception", "BaseException", "isinstance", "len", "abs", "float", "type",
-                    "getattr", "hasattr", "all", "any", "max", "min", "__import__")
-MODULE_ALIASES = {"np": "numpy", "math": "math", "sys": "sys", "os": "os", "builtins": "builtins",
-                  "course": "course", "torch": "torch", "numpy": "numpy", "importlib": "importlib"}
-HOOKS = {"sys.settrace", "sys.setprofile", "sys.addaudithook", "sys.excepthook", "sys.meta_path",
-         "sys.path_hooks", "sys.displayhook", "atexit.register", "gc.get_objects", "gc.get_referrers",
-         "ctypes.CDLL", "ctypes.pythonapi", "inspect.currentframe", "sys._getframe"}
 FILE_CALLS = {"open", "io.open", "os.open", "os.listdir", "os.scandir", "os.walk", "os.stat", "os.chdir",
               "glob.glob", "glob.iglob", "pathlib.Path", "Path", "shutil.copy", "shutil.copyfile", "os.remove",
               "os.unlink", "os.rename", "os.getcwd", "sqlite3.connect"}
 SHELL_CALLS = {"os.system", "os.popen", "subprocess.run", "subprocess.Popen", "subprocess.call",
                "subprocess.check_output", "subprocess.check_call", "os.execv", "os.execve", "os.spawnv"}
-BENIGN_MAGICS = {"time", "timeit", "matplotlib"}
 
 
 @dataclass(frozen=True)
@@ -49,7 +38,7 @@ class Incident:
     """One thing that happened while grading a submission."""
 
     kind: str
-    """timeout | time-limit | crash | exit | memory | output | processes | tampering | cheating | files | failed"""
+    """timeout | time-limit | crash | exit | memory | output | processes | tampering | hook | cheating | files | failed"""
     cell: str
     """the cell it happened in (grade_id, cell id or position)"""
     text: str
@@ -163,7 +152,7 @@ def tampering(submission: NotebookNode, expected: dict[str, ExpectedCell]) -> li
     return out
 
 
-# -- cheating ---------------------------------------------------------------
+# -- file and shell access (reported, never charged: the sandbox contains it) ------------------------------
 def _dotted(node: ast.AST) -> str | None:
     """'a.b.c' for a Name/Attribute chain, else None."""
     parts = []
@@ -180,148 +169,43 @@ def _dotted(node: ast.AST) -> str | None:
 
 
 class _Scanner(ast.NodeVisitor):
-    """Collects (finding, names) for one cell's code."""
+    """Collects what one cell's code does with files and the shell.
 
-    def __init__(self, chapter: str) -> None:
-        self.chapter = chapter
-        self.reference = f"course.reference.{chapter}"
-        self.modules: dict[str, str] = dict(MODULE_ALIASES)  # local alias -> module
-        self.findings: list[tuple[str, tuple[str, ...]]] = []
+    Everything that could change a score is checked at run time instead, in the kernel
+    (autograde.hidden.harness): torch inside graded code, graded code not written in the notebook,
+    this chapter's reference engine, patched helpers, builtins and hooks. A text scan cannot see a
+    computed module name, and would call a student who explores torch in a scratch cell a cheat.
+    """
 
-    def _find(self, text: str, names: tuple[str, ...] = ()) -> None:
-        if (text, names) not in self.findings:
-            self.findings.append((text, names))
+    def __init__(self) -> None:
+        self.modules: dict[str, str] = {}  # local alias -> module
+        self.findings: list[str] = []
 
-    def _module_import(self, module: str, names: tuple[str, ...]) -> None:
-        if module == "torch" or module.startswith("torch."):
-            self._find("uses torch in student code")
-        if module == self.reference or module.startswith(self.reference + "."):
-            self._find(f"imports the reference engine of this chapter ({self.reference})", names)
+    def _find(self, text: str) -> None:
+        if text not in self.findings:
+            self.findings.append(text)
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            self._module_import(alias.name, ("*",))
             self.modules[(alias.asname or alias.name).split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        module = node.module or ""
-        names = tuple(a.name for a in node.names)
-        self._module_import(module, names)
         for alias in node.names:
-            full = f"{module}.{alias.name}"
-            if module == "course.reference" or module == "torch" or module.startswith("torch."):
-                self._module_import(full, ("*",))
-            self.modules[alias.asname or alias.name] = full
+            self.modules[alias.asname or alias.name] = f"{node.module or ''}.{alias.name}"
         self.generic_visit(node)
-
-    def _resolve(self, dotted: str) -> str:
-        head, _, rest = dotted.partition(".")
-        if head in self.modules:
-            return self.modules[head] + ("." + rest if rest else "")
-        return dotted
 
     def visit_Call(self, node: ast.Call) -> None:
         name = _dotted(node.func)
         if name:
-            full = self._resolve(name)
-            consts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            if full in ("__import__", "importlib.import_module", "importlib.__import__"):
-                for c in consts:
-                    self._module_import(c, ("*",))
-            elif full in ("exec", "eval", "compile", "builtins.exec", "builtins.eval"):
-                self._find(f"runs generated code with {name}()")
-            elif full in ("setattr", "delattr", "builtins.setattr") and node.args:
-                target = _dotted(node.args[0])
-                if target and self._resolve(target).split(".")[0] in set(MODULE_ALIASES.values()) | {"course"}:
-                    self._find(f"patches {self._resolve(target)} with {name}()")
-            elif name.startswith("get_ipython()") and name.endswith((".system", ".getoutput")):
+            head, _, rest = name.partition(".")
+            full = self.modules.get(head, head) + ("." + rest if rest else "")
+            if name.startswith("get_ipython()") and name.endswith((".system", ".getoutput")):
                 self._find("runs a shell command (!)")
-            elif name.startswith("get_ipython()"):
-                magic = consts[0] if consts else ""
-                if not (name.endswith((".run_line_magic", ".run_cell_magic")) and magic in BENIGN_MAGICS):
-                    self._find("hooks into IPython (get_ipython) in student code")
             elif full in SHELL_CALLS or full.startswith("subprocess."):
                 self._find(f"runs a shell command ({name})")
             elif full in FILE_CALLS or full.startswith(("shutil.", "pathlib.")):
                 self._find(f"reads, writes or lists files ({name})")
-            if full in HOOKS:
-                self._find(f"hooks into the interpreter ({full})")
-            if full.startswith(self.reference):
-                self._find(f"uses the reference engine of this chapter ({self.reference})", ("*",))
-        self.generic_visit(node)
-
-    def _target(self, node: ast.AST) -> None:
-        if isinstance(node, ast.Name):
-            if node.id in TEST_HELPERS:
-                self._find(f"redefines the test helper {node.id}")
-            elif node.id in GUARDED_BUILTINS:
-                self._find(f"redefines the builtin {node.id}")
-        elif isinstance(node, (ast.Attribute, ast.Subscript)):
-            base = node.value if isinstance(node, ast.Subscript) else node
-            dotted = _dotted(base)
-            if dotted:
-                full = self._resolve(dotted)
-                root = full.split(".")[0]
-                if full.startswith("sys.modules"):
-                    pass  # reported by visit_Attribute
-                elif root in set(MODULE_ALIASES.values()) and "." in full and not full.startswith(("torch",)):
-                    self._find(f"patches {full}")
-                elif root == "torch":
-                    self._find("uses torch in student code")
-        elif isinstance(node, (ast.Tuple, ast.List)):
-            for elt in node.elts:
-                self._target(elt)
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        for t in node.targets:
-            self._target(t)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._target(node.target)
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._target(node.target)
-        self.generic_visit(node)
-
-    def visit_Delete(self, node: ast.Delete) -> None:
-        for t in node.targets:
-            self._target(t)
-        self.generic_visit(node)
-
-    def _defined(self, node: ast.AST, name: str) -> None:
-        if name in TEST_HELPERS:
-            self._find(f"redefines the test helper {name}")
-        elif name in GUARDED_BUILTINS:
-            self._find(f"redefines the builtin {name}")
-        self.generic_visit(node)
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._defined(node, node.name)
-
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self._defined(node, node.name)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if node.id in ("__builtins__", "__loader__"):
-            self._find(f"uses {node.id}")
-        if node.id == "torch":
-            self._find("uses torch in student code")
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        dotted = _dotted(node)
-        if dotted:
-            full = self._resolve(dotted)
-            if full.startswith(self.reference):
-                self._find(f"uses the reference engine of this chapter ({self.reference})", ("*",))
-            if full in HOOKS:
-                self._find(f"hooks into the interpreter ({full})")
-            if full.startswith("sys.modules"):
-                self._find("reaches into sys.modules")
         self.generic_visit(node)
 
 
@@ -335,13 +219,13 @@ def python_of(source: str) -> str:
         return source
 
 
-def scan_code(source: str, chapter: str) -> list[tuple[str, tuple[str, ...]]]:
-    """Findings in one cell's code: (what, names imported from the reference engine or ('*',))."""
+def scan_code(source: str) -> list[str]:
+    """What one cell's code does with files and the shell, in words."""
     try:
         tree = ast.parse(python_of(source))
     except SyntaxError:
         return []
-    scanner = _Scanner(chapter)
+    scanner = _Scanner()
     scanner.visit(tree)
     return scanner.findings
 
@@ -375,37 +259,13 @@ def exercise_tests(nb: NotebookNode) -> dict[int, list[str]]:
     return out
 
 
-def cheating(nb: NotebookNode, chapter: str, answer_names: dict[str, set[str]] | None = None) -> list[Incident]:
-    """Findings in every cell a student can write (answer cells and unlocked cells), with their cost.
-
-    answer_names maps an answer cell's grade_id to the names the assignment
-    expects it to define (from the release), so that a name imported from the
-    reference engine costs the exercise of the cell that should define it.
-    """
-    tests_after = exercise_tests(nb)
-    owner: dict[str, list[str]] = {}
-    for gid, names in (answer_names or {}).items():
-        idx = next((i for i, c in enumerate(nb.cells) if nbk.grade_id(c) == gid and nbk.is_solution(c)), None)
-        if idx is not None:
-            for name in names:
-                owner[name] = tests_after[idx]
+def file_access(nb: NotebookNode) -> list[Incident]:
+    """File and shell access in every cell a student can write (answer cells and cells they added): reported only."""
     out: list[Incident] = []
     for i, cell in enumerate(nb.cells):
         meta = nbk.nbgrader_meta(cell)
         if cell.cell_type != "code" or nbk.is_test(cell) or (meta.get("locked") and not meta.get("solution")):
             continue
         where = label(cell, i)
-        for text, names in scan_code(cell.source, chapter):
-            if text.startswith(("reads, writes or lists files", "runs a shell command")):
-                # contained by the sandbox, not a way to a better score: reported, not charged
-                out.append(Incident("files", where, f"cell {where} {text}"))
-                continue
-            costs = list(tests_after[i])
-            if "*" in names:
-                costs = [nbk.grade_id(c) for c in nb.cells[i + 1:] if nbk.is_test(c)]
-            else:
-                for name in names:
-                    costs += owner.get(name, [])
-            costs = tuple(dict.fromkeys(costs))
-            out.append(Incident("cheating", where, f"cell {where} {text}", costs))
+        out += [Incident("files", where, f"cell {where} {text}") for text in scan_code(cell.source)]
     return out

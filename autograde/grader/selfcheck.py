@@ -21,6 +21,7 @@ from autograde.grader import command as grading
 
 from autograde.grader import incidents as integrity
 from autograde import notebook as nbk
+from autograde.grader.secrets import scrub
 from autograde.grader.workspace import NbgraderError, Workspace
 
 STUDENT = "me"
@@ -37,8 +38,9 @@ class Line:
     message: str
 
 
-def messages(nb) -> dict[str, str]:
-    """Per test cell, 'ErrorType: message' of its first error (or stderr), without tracebacks."""
+def messages(nb, chapter: str) -> dict[str, str]:
+    """Per test cell, 'ErrorType: message' of its first error (or stderr), without tracebacks, and without any
+    line that quotes the chapter's hidden tests or solutions (autograde.grader.secrets)."""
     out = {}
     for cell in nb.cells:
         if not nbk.is_test(cell):
@@ -50,7 +52,7 @@ def messages(nb) -> dict[str, str]:
             if o.get("output_type") == "stream" and o.get("name") == "stderr":
                 out[nbk.grade_id(cell)] = "wrote to stderr: " + str(o.get("text", "")).strip()[:300]
                 break
-    return out
+    return {gid: scrub(text, chapter)[0] for gid, text in out.items()}
 
 
 def check(path: Path, chapter: str | None = None, cell_timeout: int = grading.CELL_TIMEOUT,
@@ -69,7 +71,7 @@ def check(path: Path, chapter: str | None = None, cell_timeout: int = grading.CE
         ws.autograde(chapter)
         scores = ws.cell_scores(chapter)[STUDENT]
         graded = nbk.read(ws.root / "autograded" / STUDENT / chapter / f"{chapter}.ipynb")
-    said = messages(graded)
+    said = messages(graded, chapter)
     owner, current = {}, chapter
     for cell in graded.cells:
         if nbk.is_solution(cell):

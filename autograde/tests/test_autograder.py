@@ -26,7 +26,8 @@ from autograde.grader.workspace import Workspace
 
 pytestmark = pytest.mark.grading
 CH = "ch01_chain_rule"
-CELL_TIMEOUT = 10  # seconds; the course uses 60, the endless loops of the corpus need not wait that long
+CELL_TIMEOUT = 30  # seconds; the course uses 60, the endless loops of the corpus need not wait that long, and
+                   # an honest cell on a loaded 2-core machine (load 8 measured) still finishes well within it
 ATTACKS = [a.name for a in corpus.attacks(CH)]
 
 
@@ -97,7 +98,7 @@ def test_attack_is_reported(run, attack):
     assert row.split()[-1] == str(len(incidents)), f"incident column of {attack}: {row}"
 
 
-@pytest.mark.parametrize("attack", [a for a in ATTACKS if a in ("fork_bomb", "big_file", "read_gradebook")])
+@pytest.mark.parametrize("attack", [a.name for a in corpus.attacks(CH) if a.must_print or a.must_not_print])
 def test_attack_fails_inside_the_kernel(run, attack):
     nb = _autograded(run, attack)
     spec = run.attacks[attack]
@@ -139,7 +140,23 @@ def test_feedback_and_csv_written(run):
 
 def test_integrity_errors_named_in_feedback(run):
     page = (run.ws.root / "feedback" / "reference_imported" / CH / f"{CH}.html").read_text()
-    assert "AutograderIntegrityError" in page and "reference engine" in page
+    assert "AutograderIntegrityError" in page and "reference solution" in page
+
+
+def test_feedback_pages_carry_no_hidden_line(run):
+    """Whatever a submission printed (its input history, the source of the test that called it), no feedback
+    page shows a line of the hidden tests or of the hidden-test helpers."""
+    import html
+    import re
+
+    from .test_products import _hidden_lines
+
+    lines = _hidden_lines(CH)
+    for attack in ATTACKS:
+        page = run.ws.root / "feedback" / attack / CH / f"{CH}.html"
+        text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+        leaked = sorted(ln for ln in lines if ln in text)
+        assert not leaked, f"the feedback of {attack} shows hidden lines: {leaked[:3]}"
 
 
 def test_regrading_with_one_job_gives_the_same_gradebook(run, tmp_path):
@@ -176,35 +193,26 @@ def test_collect_reads_loose_notebooks_and_zips(tmp_path):
 
 
 @pytest.mark.parametrize("code,finding", [
-    ("import torch", "uses torch"),
-    ("x = torch.ones(3)", "uses torch"),
-    ("t = __import__('torch')", "uses torch"),
-    (f"from course.reference.{CH} import jvp", "reference engine"),
-    (f"import course.reference.{CH} as ref", "reference engine"),
-    (f"from course.reference import {CH}", "reference engine"),
-    ("import course.checking\ncourse.checking.check_close = print", "patches course.checking.check_close"),
-    ("from course import checking as c\nc.check_equal = print", "patches course.checking.check_equal"),
-    ("def check_close(*a, **k):\n    pass", "redefines the test helper"),
-    ("AssertionError = Exception", "redefines the builtin"),
-    ("import builtins\nbuiltins.isinstance = lambda *a: True", "patches builtins.isinstance"),
-    ("import numpy as np\nnp.allclose = lambda *a, **k: True", "patches numpy.allclose"),
-    ("import sys\nsys.modules['course.checking'] = None", "sys.modules"),
-    ("get_ipython().input_transformers_cleanup.append(lambda lines: [])", "IPython"),
-    ("exec('x = 1')", "exec"),
+    ("with open('/etc/passwd') as f:\n    f.read()", "reads, writes or lists files (open)"),
+    ("import os\nos.listdir('..')", "reads, writes or lists files (os.listdir)"),
+    ("from pathlib import Path\nPath('x').read_text()", "reads, writes or lists files"),
+    ("import subprocess\nsubprocess.run(['ls'])", "runs a shell command"),
+    ("!ls", "runs a shell command (!)"),
 ])
-def test_scan_finds_forbidden_code(code, finding):
-    found = [text for text, _ in integrity.scan_code(code, CH)]
+def test_scan_notes_file_and_shell_access(code, finding):
+    found = integrity.scan_code(code)
     assert any(finding in text for text in found), f"{code!r}: {found}"
 
 
 @pytest.mark.parametrize("code", [
     "import numpy as np\nimport math\n\ndef f(x):\n    y = np.zeros(3)\n    y[0] = math.sin(x)\n    return y",
-    "from course.reference.ch00_other import thing",
+    "import torch\nprobe = torch.ones(3)",  # exploring torch is allowed: the run-time guard watches graded code
+    f"from course.reference.{CH} import jvp",  # blocked, with its cost, at run time in the kernel
     "%time x = 1",
     "class Dual:\n    def __add__(self, other):\n        return self",
 ])
-def test_scan_accepts_ordinary_code(code):
-    assert integrity.scan_code(code, CH) == []
+def test_scan_accepts_code_that_is_judged_at_run_time(code):
+    assert integrity.scan_code(code) == []
 
 
 # -- self-check and Gradescope: one real submission each ------------------------------

@@ -17,36 +17,11 @@ from autograde import notebook as nbk
 from autograde.grader import incidents
 from autograde.grader.containment import SandboxKernelManager
 from autograde.grader.incidents import error_output
+from autograde.grader.test_plans import TestPlan, blocked_references, plans
 
-# Run silently in the kernel (autograde.hidden.harness): once at start, then around every test cell.
-_HARNESS = "__import__('autograde.hidden.harness', fromlist=['harness'])"
-_START = f"{_HARNESS}.start()"
-_AFTER = f"{_HARNESS}.after_test()"
-
-
-def reference_swaps(chapter: str) -> dict[str, list[str]]:
-    """Per test cell, the reference code of the chapter's other exercises it runs on (isolation).
-
-    The answer cells tagged `export` that come before the test cell, except the
-    ones it grades, as the source notebook writes them (solutions in, hidden tests
-    out); none for a test cell whose exercise integrates the chapter's pieces.
-    Read from the course's own source notebook, never from the submission.
-    """
-    path = nbk.REPO / "source" / chapter / f"{chapter}.ipynb"
-    if not path.exists():
-        return {}
-    source = nbk.read(path)
-    graded = nbk.exercises(source)
-    out: dict[str, list[str]] = {}
-    answers: list[tuple[str, str]] = []
-    for cell in source.cells:
-        if nbk.is_solution(cell) and nbk.is_exported(cell):
-            answers.append((nbk.grade_id(cell), nbk.without_hidden_tests(nbk.solution_code(cell.source))))
-        elif nbk.is_test(cell):
-            gid = nbk.grade_id(cell)
-            own = set(graded.get(gid, ()))
-            out[gid] = [] if nbk.integrates(cell) else [code for answer, code in answers if answer not in own]
-    return out
+# Called in the kernel through user_expressions, which IPython evaluates without its input transformers.
+_HARNESS = "__import__('sys').modules['autograde.hidden.harness']"
+_IMPORT_HARNESS = "__import__('autograde.hidden.harness', fromlist=['harness'])"
 
 
 class SandboxedExecute(Execute):
@@ -113,10 +88,17 @@ class SandboxedExecute(Execute):
         self._stopped = False
         self.timeout_func = self._cell_timeout
         chapter = (resources or {}).get("nbgrader", {}).get("assignment", "")
-        self._swaps = reference_swaps(chapter) if self.isolate and chapter else {}
+        self._plans = plans(chapter, isolate=self.isolate) if chapter else {}
+        self._blocked = blocked_references(chapter)
+        self._hooks: dict[str, str] = {}  # what a student's hook changed -> the first test cell it was undone before
         try:
             return super().preprocess(nb, resources, km)
         finally:
+            if self._hooks:
+                first = next(iter(self._hooks.values()))
+                self._incidents.append(incidents.Incident(
+                    "hook", first, "the notebook changed how later cells run (" + ", ".join(self._hooks) + "); "
+                                   "the grader undid it before every test cell, so it changed no score"))
             incidents.add(nb, self._incidents)
 
     def _cell_timeout(self, cell: NotebookNode) -> int:
@@ -127,10 +109,57 @@ class SandboxedExecute(Execute):
         run_sync(self.kc.execute_interactive)(code, silent=True, store_history=False, timeout=timeout,
                                                output_hook=lambda msg: None, allow_stdin=False)
 
+    def _call(self, expression: str, timeout: float = 60) -> dict | None:
+        """Evaluate a harness call in the kernel (user_expressions: no input transformer applies); its JSON reply."""
+        import ast
+
+        reply = run_sync(self.kc.execute_interactive)("", silent=True, store_history=False, timeout=timeout,
+                                                       user_expressions={"r": expression},
+                                                       output_hook=lambda msg: None, allow_stdin=False)
+        found = reply.get("content", {}).get("user_expressions", {}).get("r", {})
+        if found.get("status") != "ok":
+            return None
+        try:
+            return json.loads(ast.literal_eval(found["data"]["text/plain"]))
+        except (ValueError, SyntaxError, KeyError, TypeError):
+            return None
+
     def start_new_kernel_client(self):  # type: ignore[override]
         kc = super().start_new_kernel_client()
-        self._quiet(_START, timeout=60)
+        self._call(f"{_IMPORT_HARNESS}.start({list(getattr(self, '_blocked', ()))!r})", timeout=self.startup_timeout)
         return kc
+
+    def _before_test(self, cell: NotebookNode, where: str) -> None:
+        """Prepare the kernel for a test cell and turn what the harness found into incidents."""
+        gid = nbk.grade_id(cell)
+        plan = self._plans.get(gid, TestPlan())
+        report = self._call(f"{_HARNESS}.before_test({plan.to_kernel()!r})")
+        if report is None:
+            self._incidents.append(incidents.Incident(
+                "hook", where, f"before test cell {where} the grader could not reach its harness in the kernel"))
+            return
+        for what in report.get("restored", []):
+            self._hooks.setdefault(what, where)
+        if report.get("foreign"):
+            self._incidents.append(incidents.Incident(
+                "cheating", where, f"graded code of {where} was not written in this notebook: "
+                                   f"{', '.join(report['foreign'])}; it scores 0", (gid,)))
+        counts = {c.get("execution_count"): i for i, c in enumerate(self.nb.cells) if c.cell_type == "code"}
+        owners = incidents.exercise_tests(self.nb)
+        for module, count in report.get("blocked", []):
+            index = counts.get(count)
+            label = f"cell {incidents.label(self.nb.cells[index], index)}" if index is not None else "a cell"
+            costs = tuple(owners.get(index, ())) if index is not None else ()
+            self._incidents.append(incidents.Incident(
+                "cheating", label, f"{label} imported {module}, the reference solution, which graded "
+                                   "notebooks cannot use; its exercise scores 0", costs))
+
+    def _after_test(self, cell: NotebookNode, where: str) -> None:
+        report = self._call(f"{_HARNESS}.after_test()")
+        if report and report.get("torch"):
+            self._incidents.append(incidents.Incident(
+                "cheating", where, f"graded code called torch during {where} ({', '.join(report['torch'][:3])}): "
+                                   "answers must use NumPy; it scores 0", (nbk.grade_id(cell),)))
 
     # -- running cells ------------------------------------------------------------
     def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
@@ -147,9 +176,8 @@ class SandboxedExecute(Execute):
             return cell, resources
         test = nbk.is_test(cell)
         if test:
-            references = self._swaps.get(nbk.grade_id(cell), [])
             try:
-                self._quiet(f"{_HARNESS}.before_test({references!r})")
+                self._before_test(cell, where)
             except Exception:  # noqa: BLE001 - a broken guard must not stop grading
                 pass
         try:
@@ -167,7 +195,7 @@ class SandboxedExecute(Execute):
             return cell, resources
         if test:
             try:
-                self._quiet(_AFTER)
+                self._after_test(cell, where)
             except Exception:  # noqa: BLE001 - the next test cell's before_test undoes the swap too
                 pass
         self._after(cell, index, where)

@@ -1,10 +1,13 @@
-"""Step (feedback): remove hidden-test code and the tracebacks that quote it from what a student sees."""
+"""Step (feedback): remove hidden-test code, the tracebacks that quote it, and any output line that quotes the
+hidden tests or the solutions (whatever printed it) from what a student sees."""
 from __future__ import annotations
 
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests
 from traitlets import Unicode
+
+from autograde.grader.secrets import scrub_outputs
 
 
 class HideHiddenTestsInFeedback(ClearHiddenTests):
@@ -14,6 +17,8 @@ class HideHiddenTestsInFeedback(ClearHiddenTests):
     ClearHiddenTests), and the traceback of an error in such a cell, which
     would quote the failing hidden line, is replaced by the error's type and
     message: the message is written for the student by course.checking.
+    Every cell's outputs are then scrubbed of lines that quote the chapter's
+    hidden tests or solutions (autograde.grader.secrets), whoever printed them.
     """
 
     note = Unicode(
@@ -22,7 +27,12 @@ class HideHiddenTestsInFeedback(ClearHiddenTests):
     ).tag(config=True)
 
     def preprocess_cell(self, cell: NotebookNode, resources: ResourcesDict, index: int):
-        if cell.cell_type != "code" or self.begin_test_delimeter not in cell.source:
+        if cell.cell_type != "code":
+            return cell, resources
+        chapter = resources.get("nbgrader", {}).get("assignment", "")
+        if chapter:
+            scrub_outputs(cell, chapter)
+        if self.begin_test_delimeter not in cell.source:
             return cell, resources
         lines, inside = [], False
         for line in cell.source.split("\n"):
