@@ -171,10 +171,15 @@ def grade_in_parallel(root: Path, chapter: str, submissions: dict[str, Submissio
     shards = [students[i::jobs] for i in range(jobs)]
     shards = [s for s in shards if s]
 
+    first = Workspace(Path(root) / "shard0", extra_args=extra_args)
+    first.create((chapter,))
+    first.generate_assignment(chapter)  # once: the other shards start from a copy of its gradebook
+
     def run(index: int) -> dict[str, dict[str, CellScore]]:
         ws = Workspace(Path(root) / f"shard{index}", extra_args=extra_args)
-        ws.create((chapter,))
-        ws.generate_assignment(chapter)
+        if index:
+            ws.create((chapter,))
+            shutil.copyfile(first.root / "gradebook.db", ws.root / "gradebook.db")
         for student in shards[index]:
             sub = submissions[student]
             ws.submit(student, chapter, sub.notebook, dict(sub.extra_files))
