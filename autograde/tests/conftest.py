@@ -29,14 +29,12 @@ def graded_test_cells(nb) -> dict[str, object]:
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory):
-    """`make demo` run twice in one workspace: (workspace, first report, second report).
+    """`make demo` run once: (workspace, report, None).
 
-    Session-wide: test_demo checks the reports, and test_grading reads the
-    example students' scores from this gradebook rather than grading them again.
+    Session-wide: test_demo checks the report (and regrades one chapter to check a rerun agrees), and
+    test_grading reads the example students' scores from this gradebook rather than grading them again.
     """
     from autograde.demo import run_demo
 
-    root = tmp_path_factory.mktemp("demo")
-    first = run_demo(root)
-    second = run_demo(root)
-    return root, first, second
+    root = tmp_path_factory.mktemp("demo") / "ws"
+    return root, run_demo(root, quiet=True), None
