@@ -55,7 +55,7 @@ $(STAMP): pyproject.toml constraints.txt | venv-python
 	@if [ ! -x $(PY) ]; then \
 	  $(SUPPORTED_SH); py=; \
 	  if [ -n "$(PYTHON)" ]; then \
-	    supported "$(PYTHON)" || { echo "PYTHON=$(PYTHON) is $$("$(PYTHON)" -V 2>&1 || echo 'not runnable'); this course needs one of Python $(SUPPORTED_PYTHONS)" >&2; exit 1; }; \
+	    supported "$(PYTHON)" || { echo "PYTHON=$(PYTHON) is $${ver:+Python }$${ver:-not runnable}; this course needs one of Python $(SUPPORTED_PYTHONS)" >&2; exit 1; }; \
 	    py="$(PYTHON)"; \
 	  else \
 	    root=$$(pyenv root 2>/dev/null || echo "$${PYENV_ROOT:-$$HOME/.pyenv}"); \
