@@ -4,7 +4,7 @@
 # The interpreter for a new .venv: PYTHON if given (make PYTHON=/path/to/python3.12 test),
 # else the first of python3.11, python3.12, python3.13 on PATH or in pyenv's
 # versions, else python3, if it is one of SUPPORTED_PYTHONS (keep these in step
-# with requires-python in pyproject.toml; course/tests/test_install.py checks).
+# with requires-python in pyproject.toml; the test suite's test_install.py checks).
 # An existing .venv is kept; make stops if it has another Python than PYTHON.
 #
 # torch comes from PyTorch's CPU wheel index (TORCH_INDEX) when it answers;
