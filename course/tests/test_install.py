@@ -77,19 +77,22 @@ def interpreters() -> dict[str, list[tuple[str, str]]]:
     paths = [shutil.which(f"python{v}") for v in SUPPORTED] + [shutil.which("python3")]
     for pattern in (f"{pyenv_root}/versions/*/bin/python3", "/usr/bin/python3.*", "/usr/local/bin/python3.*"):
         paths += sorted(p for p in glob.glob(pattern) if re.search(r"python3(\.\d+)?$", p))
+    paths = list(dict.fromkeys(filter(None, paths)))
+
+    def version(path: str) -> str:
+        try:
+            return subprocess.run([path, "-c", "import platform; print(platform.python_version())"],
+                                  capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
     found: dict[str, list[tuple[str, str]]] = {}
     seen: set[str] = set()
-    for path in filter(None, paths):
-        try:
-            version = subprocess.run(
-                [path, "-c", "import platform; print(platform.python_version())"],
-                capture_output=True, text=True, timeout=30,
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if re.fullmatch(r"3\.\d+\.\d+", version) and version not in seen:
-            seen.add(version)
-            found.setdefault(version.rsplit(".", 1)[0], []).append((version, path))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for path, v in zip(paths, pool.map(version, paths)):
+            if re.fullmatch(r"3\.\d+\.\d+", v) and v not in seen:
+                seen.add(v)
+                found.setdefault(v.rsplit(".", 1)[0], []).append((v, path))
     return found
 
 
