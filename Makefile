@@ -1,12 +1,28 @@
 # Every target creates and reuses .venv by itself. The venv is rebuilt only
 # when pyproject.toml or constraints.txt change (the stamp file tracks that).
-PYTHON ?= python3
+#
+# The interpreter for a new .venv: PYTHON if given (make PYTHON=/path/to/python3.12 test),
+# else the first of python3.11, python3.12, python3.13 on PATH or in pyenv's
+# versions, else python3, if it is one of SUPPORTED_PYTHONS (keep these in step
+# with requires-python in pyproject.toml; the test suite's test_install.py checks).
+# An existing .venv is kept; make stops if it has another Python than PYTHON.
+#
+# torch comes from PyTorch's CPU wheel index (TORCH_INDEX) when it answers;
+# TORCH=cuda (or TORCH_INDEX=) takes PyPI's default build, CUDA on Linux (GBs).
+# Switching an existing venv: rm -rf .venv first.
+SUPPORTED_PYTHONS := 3.11 3.12 3.13
+PYTHON ?=
+TORCH  ?= cpu
+TORCH_INDEX ?= $(if $(filter cuda,$(TORCH)),,https://download.pytorch.org/whl/cpu)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PY     := $(BIN)/python
 
-.PHONY: demo test build lab grade selfcheck gradescope bench bench-engine bench-grading clean help
+# Shell: supported PATH succeeds if PATH runs a Python in SUPPORTED_PYTHONS; sets ver=X.Y.Z.
+SUPPORTED_SH = supported() { ver=$$("$$1" -c 'import platform; print(platform.python_version())' 2>/dev/null) && case " $(SUPPORTED_PYTHONS) " in *" $${ver%.*} "*) return 0;; esac; return 1; }
+
+.PHONY: demo test build lab grade selfcheck gradescope bench bench-engine bench-grading clean help venv-python constraints
 
 help:
 	@echo "make demo   build, autograde the example submissions, print the gradebook"
@@ -20,11 +36,55 @@ help:
 	@echo "make bench-engine  the reference engine against torch on an MLP step (CPU)"
 	@echo "make bench-grading  students per minute at 1 and 2 jobs, and grading overhead over bare execution"
 	@echo "make clean  remove run-time state (.work/); keeps .venv"
+	@echo "make constraints  re-lock constraints.txt from pyproject.toml (uv), for every supported Python"
+	@echo "variables: PYTHON=/path/to/python3.X (one of $(SUPPORTED_PYTHONS)); TORCH=cuda for PyPI's CUDA torch"
 
-$(STAMP): pyproject.toml constraints.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
+# An existing .venv must hold a supported Python, and the one PYTHON names if given.
+venv-python:
+	@if [ -x $(PY) ]; then \
+	  $(SUPPORTED_SH); \
+	  supported $(PY) || { echo "$(VENV) has Python $${ver:-?}; this course needs one of $(SUPPORTED_PYTHONS): rm -rf $(VENV) and run make again" >&2; exit 1; }; \
+	  have=$$ver; \
+	  if [ -n "$(PYTHON)" ]; then \
+	    want=$$("$(PYTHON)" -c 'import platform; print(platform.python_version())' 2>/dev/null) || { echo "PYTHON=$(PYTHON) does not run" >&2; exit 1; }; \
+	    [ "$$want" = "$$have" ] || { echo "$(VENV) has Python $$have, not $$want from PYTHON=$(PYTHON): rm -rf $(VENV) to rebuild it with that one, or leave PYTHON unset" >&2; exit 1; }; \
+	  fi; \
+	fi
+
+$(STAMP): pyproject.toml constraints.txt | venv-python
+	@if [ ! -x $(PY) ]; then \
+	  $(SUPPORTED_SH); py=; \
+	  if [ -n "$(PYTHON)" ]; then \
+	    supported "$(PYTHON)" || { echo "PYTHON=$(PYTHON) is $${ver:+Python }$${ver:-not runnable}; this course needs one of Python $(SUPPORTED_PYTHONS)" >&2; exit 1; }; \
+	    py="$(PYTHON)"; \
+	  else \
+	    root=$$(pyenv root 2>/dev/null || echo "$${PYENV_ROOT:-$$HOME/.pyenv}"); \
+	    for m in $(SUPPORTED_PYTHONS); do \
+	      for c in $$(command -v python$$m) $$(ls -d "$$root"/versions/$$m.*/bin/python$$m 2>/dev/null); do \
+	        supported "$$c" && { py=$$c; break 2; }; \
+	      done; \
+	    done; \
+	    [ -n "$$py" ] || { c=$$(command -v python3) && supported "$$c" && py=$$c; } || \
+	      { echo "no Python $(SUPPORTED_PYTHONS) found (python3.X or python3 on PATH, pyenv): install one, or make PYTHON=/path/to/python3.X" >&2; exit 1; }; \
+	  fi; \
+	  echo "creating $(VENV) with $$py (Python $$ver)"; \
+	  "$$py" -m venv --clear $(VENV) || exit 1; \
+	fi
+	@idx=; if [ -n "$(TORCH_INDEX)" ]; then \
+	  if $(PY) -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)' "$(TORCH_INDEX)/torch/" >/dev/null 2>&1; \
+	  then idx="--extra-index-url $(TORCH_INDEX)"; \
+	  else echo "note: $(TORCH_INDEX) does not answer: torch comes from pip's other sources (your pip config's find-links, else PyPI's CUDA build, GBs)"; fi; \
+	fi; \
+	echo "$(PY) -m pip install -q -c constraints.txt $$idx -e '.[test]'"; \
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $$idx -e '.[test]'
 	@touch $@
+
+# Regenerate constraints.txt after changing dependencies in pyproject.toml. One
+# universal lock: environment markers pick a pin per Python where one version
+# cannot serve them all. The pins already there are kept unless they must move
+# (uv reads the file it writes as preferences; --upgrade-package NAME moves one).
+constraints: $(STAMP)
+	$(BIN)/uv pip compile --no-python-downloads pyproject.toml --extra test --universal --python-version $(firstword $(SUPPORTED_PYTHONS)) -o constraints.txt
 
 build: $(STAMP)
 	$(PY) -m autograde.build
