@@ -35,14 +35,16 @@ REPO = nbk.REPO
 STUDENT = "student"
 
 SETUP_SH = """#!/usr/bin/env bash
-# Gradescope runs this once when it builds the autograder image (Ubuntu, as root).
+# Gradescope runs this once when it builds the autograder image (Ubuntu 22.04, as root). Its python3 is 3.10,
+# older than the course supports (3.11-3.13: nbgrader 0.9.6 needs 3.11), so uv, pinned like everything else,
+# installs a Python 3.11 of its own; torch comes from PyTorch's CPU index (no CUDA libraries).
 set -euo pipefail
 apt-get update
-apt-get install -y --no-install-recommends python3 python3-venv python3-pip
-python3 -m venv /autograder/venv
-/autograder/venv/bin/pip install --upgrade pip
-/autograder/venv/bin/pip install -c /autograder/source/constraints.txt \\
-    --extra-index-url https://download.pytorch.org/whl/cpu /autograder/source
+apt-get install -y --no-install-recommends python3-pip ca-certificates bubblewrap
+python3 -m pip install "$(grep -E '^uv==' /autograder/source/constraints.txt)"
+python3 -m uv venv --python 3.11 /autograder/venv
+python3 -m uv pip install --python /autograder/venv/bin/python -c /autograder/source/constraints.txt \\
+    --extra-index-url https://download.pytorch.org/whl/cpu --index-strategy unsafe-best-match /autograder/source
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
