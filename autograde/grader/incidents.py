@@ -41,6 +41,7 @@ FILE_CALLS = {"open", "io.open", "os.open", "os.listdir", "os.scandir", "os.walk
               "os.unlink", "os.rename", "os.getcwd", "sqlite3.connect"}
 SHELL_CALLS = {"os.system", "os.popen", "subprocess.run", "subprocess.Popen", "subprocess.call",
                "subprocess.check_output", "subprocess.check_call", "os.execv", "os.execve", "os.spawnv"}
+NETWORK_MODULES = ("socket.", "urllib.", "http.", "requests.", "ftplib.", "smtplib.")
 BENIGN_MAGICS = {"time", "timeit", "matplotlib"}
 
 
@@ -49,7 +50,8 @@ class Incident:
     """One thing that happened while grading a submission."""
 
     kind: str
-    """timeout | time-limit | crash | exit | memory | output | processes | tampering | cheating | files | failed"""
+    """timeout | time-limit | crash | exit | memory | output | processes | tampering | cheating | files | network |
+    failed | ungradable"""
     cell: str
     """the cell it happened in (grade_id, cell id or position)"""
     text: str
@@ -243,6 +245,8 @@ class _Scanner(ast.NodeVisitor):
                     self._find("hooks into IPython (get_ipython) in student code")
             elif full in SHELL_CALLS or full.startswith("subprocess."):
                 self._find(f"runs a shell command ({name})")
+            elif full.startswith(NETWORK_MODULES):
+                self._find(f"uses the network ({name})")
             elif full in FILE_CALLS or full.startswith(("shutil.", "pathlib.")):
                 self._find(f"reads, writes or lists files ({name})")
             if full in HOOKS:
@@ -396,9 +400,9 @@ def cheating(nb: NotebookNode, chapter: str, answer_names: dict[str, set[str]] |
             continue
         where = label(cell, i)
         for text, names in scan_code(cell.source, chapter):
-            if text.startswith(("reads, writes or lists files", "runs a shell command")):
+            if text.startswith(("reads, writes or lists files", "runs a shell command", "uses the network")):
                 # contained by the sandbox, not a way to a better score: reported, not charged
-                out.append(Incident("files", where, f"cell {where} {text}"))
+                out.append(Incident("network" if "network" in text else "files", where, f"cell {where} {text}"))
                 continue
             costs = list(tests_after[i])
             if "*" in names:
