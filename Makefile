@@ -29,8 +29,8 @@ help:
 	@echo "make test   the whole test suite"
 	@echo "make build  regenerate release/, solutions/, course/reference/, autograde/examples/"
 	@echo "make lab    JupyterLab on your copies of the student notebooks (.work/lab/), on 127.0.0.1"
-	@echo "make grade SUBMISSIONS=DIR|ZIP [JOBS=2]  grade students' submissions, contained (see autograde/grade --help)"
-	@echo "make selfcheck NB=PATH  grade your own notebook and see what each exercise lost, and why"
+	@echo "make grade SUBMISSIONS=DIR|ZIP [JOBS=2] [WEAK=1]  grade students' submissions, contained (see autograde/grade --help)"
+	@echo "make selfcheck NB=PATH [WEAK=1]  grade your own notebook and see what each exercise lost, and why"
 	@echo "make gradescope  export each chapter as a Gradescope autograder zip into .work/gradescope/"
 	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
 	@echo "make bench-engine  the reference engine against torch on an MLP step (CPU)"
@@ -99,15 +99,15 @@ test: $(STAMP)
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=path/to/submitted-or-folder-or.zip [JOBS=2]"; exit 2; }
 	$(PY) -m autograde.build --if-stale
-	autograde/grade "$(SUBMISSIONS)" --jobs $(or $(JOBS),1)
+	autograde/grade "$(SUBMISSIONS)" --jobs $(or $(JOBS),1) $(if $(WEAK),--weak-containment)
 
 selfcheck: $(STAMP)
 	@test -n "$(NB)" || { echo "usage: make selfcheck NB=path/to/chapter.ipynb"; exit 2; }
-	$(PY) -m autograde.grader.selfcheck "$(NB)"
+	$(PY) -m autograde.grader.selfcheck "$(NB)" $(if $(WEAK),--weak-containment)
 
 gradescope: $(STAMP)
 	$(PY) -m autograde.build --if-stale
-	for ch in $$(ls source); do $(PY) -m autograde.grader.gradescope export $$ch .work/gradescope || exit 1; done
+	for ch in $$(ls source); do $(PY) -m autograde.grader.gradescope export $$ch .work/gradescope $(if $(WEAK),--weak-containment) || exit 1; done
 
 bench: $(STAMP)
 	$(PY) -m autograde.bench.notebooks

@@ -43,9 +43,10 @@ c.IgnorePattern.pattern = WARNING_PATTERN
 # A deleted test cell is put back from the gradebook and scored.
 c.OverwriteCells.add_missing_cells = True
 
-# Untrusted code runs in a contained kernel (autograde.grader.containment): a fresh empty
-# folder, its own unprivileged uid when grading as root, the workspace and source/
-# hidden, memory / file size / process / CPU limits. The whole notebook has a
+# Untrusted code runs in a contained kernel (autograde.grader.containment): a bubblewrap
+# sandbox with its own user, mount, PID, IPC and network namespaces that sees the system,
+# interpreter, venv and course read-only and only its own fresh folder writable (nobody's uid
+# when grading as root), with memory / file size / process / CPU limits. The whole notebook has a
 # wall-clock budget, each cell's output is capped, a crash restarts the kernel and
 # grading goes on. Tampering and forbidden code (torch, this chapter's reference
 # engine, patched helpers) are recorded as incidents in the autograded notebook's
@@ -54,7 +55,7 @@ c.SandboxedExecute.notebook_timeout = 900
 c.SandboxedExecute.max_output_bytes = 1_000_000
 c.SandboxKernelManager.memory_limit = 3 * 1024**3   # RLIMIT_DATA (not RLIMIT_AS); torch imports fine under 1 GB
 c.SandboxKernelManager.file_size_limit = 64 * 1024**2
-c.SandboxKernelManager.process_limit = 128          # threads count; a kernel uses ~20
+c.SandboxKernelManager.process_limit = 128          # processes and threads of one kernel; it uses ~20
 c.SandboxKernelManager.cpu_limit = 900
 
 c.Autograde.sanitize_preprocessors = [

@@ -8,17 +8,21 @@ marks) and which incidents the grader must report. The tests grade the whole
 corpus through the real grading command (autograde.grader.command).
 
 Usage: python -m autograde.corpus.attacks CHAPTER DEST   (writes DEST/<attack>/<chapter>/<chapter>.ipynb)
+       python -m autograde.corpus.attacks CHAPTER DEST.zip   (the same, as an LMS export: nested folders, a
+                                                              student folder whose name is not UTF-8)
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbformat import NotebookNode
 
 from autograde import paths as build
+from course import CHAPTERS
 from autograde.grader import incidents as integrity
 from autograde.build import catalogue as mut
 from autograde import notebook as nbk
@@ -40,6 +44,21 @@ class Attack:
     """(cell grade_id, text its outputs must contain) in the autograded notebook"""
     must_not_print: tuple[str, ...] = field(default=())
     """text no output of the autograded notebook may contain"""
+    raw: bytes | None = None
+    """what the submitted file holds instead of the notebook (bad input)"""
+    graded: bool = True
+    """False: nothing can be graded; not run, 0 in grades.csv, the reason in the report"""
+    zip_name: bytes | None = None
+    """the student's folder name in the zip export, as raw bytes (not UTF-8)"""
+
+    @property
+    def student(self) -> str:
+        """The student id the grading command gives this submission."""
+        if self.zip_name is None:
+            return self.name
+        from autograde.grader.command import safe_id
+
+        return safe_id(self.zip_name.decode("cp437"))  # zip names not valid UTF-8 are read as cp437
 
 
 def _first_exercise(release: NotebookNode) -> tuple[str, str, list[str]]:
@@ -176,8 +195,9 @@ def _scratch_last(nb: NotebookNode, code: str) -> NotebookNode:
     return out
 
 
-def attacks(chapter: str, targets: tuple[str, ...] = ()) -> list[Attack]:
-    """The corpus of a chapter. targets: grader files the snooping attack tries to read (paths it is told)."""
+def attacks(chapter: str, targets: tuple[str, ...] = (), port: int = 0) -> list[Attack]:
+    """The corpus of a chapter. targets: grader files the snooping attacks try to read (paths they are told);
+    port: a port the grader listens on at 127.0.0.1, which the network attack tries to reach."""
     source = nbk.read(build.source_path(chapter))
     release = nbk.read(build.release_path(chapter))
     release.metadata.pop("course", None)
@@ -287,7 +307,141 @@ def attacks(chapter: str, targets: tuple[str, ...] = ()) -> list[Attack]:
                                 "prints it, then answers correctly",
                _append(filled, answer, STACK_SNOOP.replace("FN", fn)), frozenset(), (),
                must_not_print=("torch.autograd.grad(",)),
+        *escapes(chapter, filled, answer, targets, port),
+        *bad_inputs(chapter, filled),
     ]
+
+
+# -- containment and bad input (issue 11, items 1, 2 and 6) ------------------------------------------------
+SANDBOX = ("print_hidden_tests", "pth_in_venv", "rewrite_checking", "leave_session", "network", "later_reference",
+           "read_gradebook", "fork_bomb")
+"""The attacks whose outcome depends on the sandbox (what the kernel sees, its uid, its process cap): the tests
+grade them a second time as an unprivileged user."""
+
+# Each escape is the perfect notebook with code appended to its first answer cell: it must keep full marks,
+# print that it was contained, and leave nothing behind (the tests hash the course package, the virtual
+# environment and the submissions, and look for its processes after grading).
+PRINT_HIDDEN_TESTS = """
+import json
+found = []
+for path in TARGETS:
+    try:
+        cells = json.load(open(path))["cells"]
+        found += [line for c in cells for line in c["source"] if "BEGIN HIDDEN" in line or "assert" in line]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+print("\\n".join(f"HIDDEN {line}" for line in found) or "CONTAINED: no hidden test could be read")
+"""
+
+PTH_IN_VENV = """
+import site, sys
+written = []
+for folder in [*site.getsitepackages(), sys.prefix]:
+    try:
+        with open(folder + "/zz_autograde_attack.pth", "a") as f:
+            f.write("import os; os.environ['AUTOGRADE_ATTACK'] = 'pth'\\n")
+        written.append(folder)
+    except OSError as exc:
+        print("write failed:", folder, exc.strerror)
+print("\\n".join(f"PLANTED {f}" for f in written) or "CONTAINED: the environment is read-only")
+"""
+
+REWRITE_CHECKING = """
+import course.checking
+try:
+    with open(course.checking.__file__, "a") as f:
+        f.write("\\ndef check_close(*args, **kwargs):\\n    pass\\n")
+    print("REWROTE", course.checking.__file__)
+except OSError as exc:
+    print("CONTAINED: course is read-only:", exc.strerror)
+"""
+
+LEAVE_SESSION = """
+import os, subprocess
+subprocess.Popen(["autograde-escaped-setsid", "1000"], executable="/bin/sleep", start_new_session=True)
+if os.fork() == 0:  # double fork: the grandchild is nobody's child and in a session of its own
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/bin/sleep", ["autograde-escaped-fork", "1000"])
+    os._exit(0)
+os.wait()
+print("left two processes behind")
+"""
+
+NETWORK = """
+import socket
+reached = []
+for host, port in (("127.0.0.1", PORT), ("1.1.1.1", 80), ("8.8.8.8", 53)):
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        reached.append(f"{host}:{port}")
+    except OSError as exc:
+        print(f"no connection to {host}:{port}: {exc}")
+print("\\n".join(f"REACHED {r}" for r in reached) or "CONTAINED: no network")
+"""
+
+LATER_REFERENCE = """
+import os, course
+path = os.path.join(os.path.dirname(course.__file__), "reference", "LATER.py")
+try:
+    print("LATER REFERENCE", open(path).read()[:300])
+except OSError as exc:
+    print("CONTAINED: no later reference:", exc.strerror)
+"""
+
+
+def escapes(chapter: str, filled: NotebookNode, answer: str, targets: tuple[str, ...], port: int) -> list[Attack]:
+    """Attempts to reach past the kernel's own folder: each keeps full marks, fails, and is reported."""
+    later = build.REPO / "course" / "reference"
+    after = [ch for ch in CHAPTERS[CHAPTERS.index(chapter) + 1:] if (later / f"{ch}.py").exists()]
+    out = [
+        Attack("print_hidden_tests", "opens the source notebook (hidden tests) and the gradebook by their real "
+                                     "paths and prints the hidden test lines",
+               _append(filled, answer, PRINT_HIDDEN_TESTS.replace("TARGETS", repr(list(targets)))), frozenset(),
+               ("files",), must_print=((answer, "CONTAINED"),), must_not_print=("HIDDEN ",)),
+        Attack("pth_in_venv", "appends a .pth file to the virtual environment's site-packages (it would run in "
+                              "every later Python process)",
+               _append(filled, answer, PTH_IN_VENV), frozenset(), ("files",),
+               must_print=((answer, "CONTAINED"),), must_not_print=("PLANTED ",)),
+        Attack("rewrite_checking", "rewrites course/checking.py (the installed test helpers) into a no-op",
+               _append(filled, answer, REWRITE_CHECKING), frozenset(), ("files",),
+               must_print=((answer, "CONTAINED"),), must_not_print=("REWROTE ",)),
+        Attack("leave_session", "starts processes that leave the session (setsid, double fork) and keep running",
+               _append(filled, answer, LEAVE_SESSION), frozenset(), ("processes",),
+               must_print=((answer, "left two processes behind"),)),
+        Attack("network", "connects to the grader's loopback, the internet and a DNS server",
+               _append(filled, answer, NETWORK.replace("PORT", str(port or 9))), frozenset(), ("network",),
+               must_print=((answer, "CONTAINED"),), must_not_print=("REACHED ",)),
+    ]
+    if after:
+        out.append(Attack("later_reference", f"reads the reference solution of a later chapter ({after[0]}) by path",
+                          _append(filled, answer, LATER_REFERENCE.replace("LATER", after[0])), frozenset(), ("files",),
+                          must_print=((answer, "CONTAINED"),), must_not_print=("LATER REFERENCE",)))
+    return out
+
+
+def bad_inputs(chapter: str, filled: NotebookNode) -> list[Attack]:
+    """Files that cannot be graded (0, and the reason) and a name that is not UTF-8 (graded as usual)."""
+    pasted = nbk.copy_notebook(filled)
+    for i, cell in enumerate(pasted.cells):
+        cell.metadata = {}
+        cell["id"] = f"pasted-{i}"
+    others = [ch for ch in CHAPTERS if ch != chapter and build.source_path(ch).exists()]
+    out = [
+        Attack("not_json", "a file that is not JSON", filled, frozenset(), ("ungradable",),
+               raw=b"My notebook would not save, so here is my code:\ndef f(x): return 2 * x\n", graded=False),
+        Attack("empty_file", "an empty file", filled, frozenset(), ("ungradable",), raw=b"", graded=False),
+        Attack("pasted_no_metadata", "the perfect notebook pasted into a new one: its cells lost their nbgrader "
+                                     "metadata", pasted, frozenset(), ("ungradable",), graded=False),
+        Attack("not_utf8_name", "the perfect notebook in a zip whose folder name is not UTF-8 (flagged as UTF-8)",
+               filled, frozenset(), (), zip_name=b"ren\xe9e_not_utf8"),
+    ]
+    if others:
+        other = others[0]
+        theirs = mut.filled_submission(nbk.read(build.source_path(other)), nbk.read(build.release_path(other)))
+        out.append(Attack("other_chapter", f"the perfect notebook of {other}, handed in as {chapter}", theirs,
+                          frozenset(), ("ungradable",), graded=False))
+    return out
 
 
 def attack(chapter: str, name: str) -> Attack:
@@ -298,17 +452,41 @@ def attack(chapter: str, name: str) -> Attack:
     return found[name]
 
 
-def write(chapter: str, dest: Path, targets: tuple[str, ...] = ()) -> dict[str, Attack]:
-    """Write the corpus in nbgrader's submitted/ layout: dest/<attack>/<chapter>/<chapter>.ipynb (+ extra files)."""
-    out = {}
-    for attack in attacks(chapter, targets):
-        folder = Path(dest) / attack.name / chapter
-        nbk.write(attack.notebook, folder / f"{chapter}.ipynb")
-        for name, text in attack.extra_files:
-            (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(text)
-        out[attack.name] = attack
+def write(chapter: str, dest: Path, targets: tuple[str, ...] = (), port: int = 0) -> dict[str, Attack]:
+    """Write the corpus in nbgrader's submitted/ layout: dest/<attack>/<chapter>/<chapter>.ipynb (+ extra files);
+    a .zip dest gets the same under two wrapper folders, as an LMS export, with each zip_name as raw bytes."""
+    out = {a.name: a for a in attacks(chapter, targets, port)}
+    if Path(dest).suffix == ".zip":
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
+            for attack in out.values():
+                for name, data in _files(attack, chapter):
+                    raw = b"/".join([b"LMS export", chapter.encode(), b"submitted",
+                                     attack.zip_name or attack.name.encode(), chapter.encode(), name.encode()])
+                    info = _RawName(raw.decode("utf-8", "replace"))
+                    info.raw = raw
+                    zf.writestr(info, data)
+        return out
+    for attack in out.values():
+        for name, data in _files(attack, chapter):
+            (Path(dest) / attack.name / chapter / name).parent.mkdir(parents=True, exist_ok=True)
+            (Path(dest) / attack.name / chapter / name).write_bytes(data)
     return out
+
+
+def _files(attack: Attack, chapter: str) -> list[tuple[str, bytes]]:
+    """(path in the student's chapter folder, content) of what the attack hands in."""
+    notebook = attack.raw if attack.raw is not None else nbk.dumps(attack.notebook).encode()
+    return [(f"{chapter}.ipynb", notebook), *((name, text.encode()) for name, text in attack.extra_files)]
+
+
+class _RawName(zipfile.ZipInfo):
+    """A zip entry whose name is stored as the given bytes, flagged UTF-8 whether or not it is (as some tools do)."""
+
+    raw = b""
+
+    def _encodeFilenameFlags(self):  # noqa: N802 - zipfile's name
+        return self.raw, self.flag_bits | 0x800
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -317,7 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dest", type=Path)
     args = parser.parse_args(argv)
     for name, attack in write(args.chapter, args.dest).items():
-        print(f"{name:28} loses {sorted(attack.loses) or 'nothing'}; reports {', '.join(attack.incidents)}")
+        outcome = f"loses {sorted(attack.loses) or 'nothing'}" if attack.graded else "not graded (0)"
+        print(f"{name:28} {outcome}; reports {', '.join(attack.incidents) or 'nothing'}")
     return 0
 
 

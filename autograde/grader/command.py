@@ -1,6 +1,6 @@
 """The instructor's grading command: every submission of every chapter, contained, in parallel, with incidents.
 
-    autograde/grade SUBMISSIONS [--workspace DIR] [--jobs N] [--cell-timeout S] [--notebook-timeout S]
+    autograde/grade SUBMISSIONS [--workspace DIR] [--jobs N] [--cell-timeout S] [--notebook-timeout S] [--weak-containment]
 
 SUBMISSIONS is one of:
 - an nbgrader `submitted/` folder (submitted/<student>/<chapter>/<chapter>.ipynb,
@@ -20,23 +20,38 @@ processes ever write to the same SQLite file. Then nbgrader generate_feedback
 (hidden tests removed) and nbgrader export write the feedback and the CSV, and
 the summary table lists each student's scores and incidents in plain words.
 The submissions themselves are only read.
+
+Every student handed in gets a row in grades.csv: a file that cannot be graded
+(empty, not a notebook, a notebook of another chapter) is not run; its student
+scores 0 and the report and incidents.json say why.
+
+Each kernel runs in a bubblewrap sandbox (autograde.grader.containment). Where
+bubblewrap cannot run, the command says so before it starts and grades nothing,
+unless --weak-containment accepts kernels contained by a fresh folder and
+resource limits only (the report then says so).
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
+import io
 import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import threading
 import time
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from course import CHAPTERS
+from autograde.grader import containment
 from autograde.grader import incidents as integrity
 from autograde import notebook as nbk
 from autograde.grader.workspace import Workspace
@@ -60,6 +75,8 @@ PHASES: dict[str, float] = {}
 """Seconds spent in each phase by the last grade_all (setup, autograde, feedback, export)."""
 IGNORED: dict[Path, tuple[str, ...]] = {}
 """Files a student handed in beside a notebook (nbgrader layout); never copied, reported as an incident."""
+UNGRADABLE: dict[str, dict[str, str]] = {}
+"""Per chapter ('' when none could be told), per student, why what they handed in cannot be graded (last collect)."""
 
 
 def available_chapters() -> tuple[str, ...]:
@@ -67,77 +84,158 @@ def available_chapters() -> tuple[str, ...]:
     return tuple(ch for ch in CHAPTERS if (nbk.REPO / "source" / ch / f"{ch}.ipynb").exists())
 
 
-def chapter_ids(chapter: str) -> set[str]:
-    """The grade_ids of a chapter's source notebook."""
-    return {nbk.grade_id(c) for c in nbk.read(nbk.REPO / "source" / chapter / f"{chapter}.ipynb").cells
-            if nbk.grade_id(c)}
+@functools.lru_cache(maxsize=None)
+def fingerprint(chapter: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(grade_ids, markdown texts) of a chapter's source notebook: what recognises a notebook of it."""
+    cells = nbk.read(nbk.REPO / "source" / chapter / f"{chapter}.ipynb").cells
+    return (frozenset(filter(None, map(nbk.grade_id, cells))),
+            frozenset(integrity.normalised(c.source) for c in cells if c.cell_type == "markdown" and c.source.strip()))
 
 
-def detect_chapter(path: Path, chapters: tuple[str, ...], ids: dict[str, set[str]]) -> str | None:
-    """The chapter a loose notebook belongs to: most grade_ids in common, the file name breaking ties."""
+def detect_chapter(nb, chapters: tuple[str, ...], name: str = "") -> str | None:
+    """The chapter a notebook belongs to: most grade_ids in common, else most markdown cells in common (a notebook
+    pasted into a new one keeps its text, not its metadata), the file name breaking ties; None if nothing matches."""
+    ids = {nbk.grade_id(c) for c in nb.cells} - {None}
+    texts = {integrity.normalised(c.source) for c in nb.cells if c.get("cell_type") == "markdown"}
+    best = sorted(((len(ids & fingerprint(ch)[0]), len(texts & fingerprint(ch)[1]), ch in name, ch) for ch in chapters),
+                  reverse=True)
+    return best[0][3] if best and any(best[0][:3]) else None
+
+
+def read_submission(path: Path) -> tuple[object, str | None]:
+    """(notebook, None), or (None, why it is no notebook)."""
+    import nbformat
+
     try:
-        found = {nbk.grade_id(c) for c in nbk.read(path).cells if nbk.grade_id(c)}
-    except Exception:  # noqa: BLE001 - not a notebook we can read
-        found = set()
-    best = sorted(((len(found & ids[ch]), ch in str(path), ch) for ch in chapters), reverse=True)
-    if best and (best[0][0] > 0 or best[0][1]):
-        return best[0][2]
-    return None
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, f"the file could not be read ({exc.strerror})"
+    if not data.strip():
+        return None, "the file is empty"
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+        nbformat.validate(nb)
+    except UnicodeDecodeError:
+        return None, "the file is not a notebook (not UTF-8 text)"
+    except Exception as exc:  # noqa: BLE001 - JSON or notebook-format errors of every kind
+        return None, f"the file is not a valid notebook ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+    return nb, None
 
 
 def safe_id(text: str) -> str:
-    """A student id nbgrader accepts as a folder name."""
-    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", text).strip("._-") or "student"
+    """A student id nbgrader accepts as a folder name: accents dropped, other characters replaced; when a
+    character had no ASCII form, a short hash of the whole name keeps two such names apart."""
+    folded = unicodedata.normalize("NFKD", text)
+    kept = "".join(ch for ch in folded if ch.isascii() or unicodedata.combining(ch))
+    out = re.sub(r"[^A-Za-z0-9_.@-]+", "_", "".join(ch for ch in kept if ch.isascii())).strip("._-") or "student"
+    if kept != folded:
+        out += "-" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:6]
+    return out
 
 
-def student_from_name(path: Path, chapter: str) -> str:
-    """Student id of a loose notebook: the file name without the chapter id, else its folder's name."""
-    stem = path.stem.replace(chapter, "")
+def student_from_name(path: Path, chapters: tuple[str, ...]) -> str:
+    """Student id of a loose notebook: the file name without a chapter id, else the nearest folder that is
+    neither a chapter nor `submitted`."""
+    stem = path.stem
+    for chapter in chapters:
+        stem = stem.replace(chapter, "")
     stem = re.sub(r"^[\W_]+|[\W_]+$", "", stem)
-    return safe_id(stem or path.parent.name)
+    if stem:
+        return safe_id(stem)
+    folder = next((p.name for p in path.parents if p.name and p.name not in (*chapters, "submitted")), "")
+    return safe_id(folder)
+
+
+def _open_zip(path: Path) -> zipfile.ZipFile:
+    """A zip, even one whose names are flagged UTF-8 but are not: those are read as cp437, like unflagged names."""
+    try:
+        return zipfile.ZipFile(path)
+    except UnicodeDecodeError:
+        pass
+    data = bytearray(path.read_bytes())
+    end = data.rfind(b"PK\x05\x06")  # end of central directory: entry count, its size, its offset
+    count, _, at = struct.unpack_from("<HII", data, end + 10)
+    for _ in range(count):
+        name, extra, comment = struct.unpack_from("<HHH", data, at + 28)
+        try:
+            bytes(data[at + 46:at + 46 + name]).decode("utf-8")
+        except UnicodeDecodeError:  # clear the flag in the central and the local header
+            local, = struct.unpack_from("<I", data, at + 42)
+            for flags_at in (at + 8, local + 6):
+                struct.pack_into("<H", data, flags_at, struct.unpack_from("<H", data, flags_at)[0] & ~0x800)
+        at += 46 + name + extra + comment
+    return zipfile.ZipFile(io.BytesIO(bytes(data)))
+
+
+def _extract(archive: Path, scratch: Path) -> None:
+    """Unzip into scratch: no path leaves it (.., absolute names), Windows separators become folders."""
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir(parents=True)
+    with _open_zip(archive) as zf:
+        for member in zf.infolist():
+            parts = [p for p in re.split(r"[\\/]+", member.filename) if p not in ("", ".", "..")]
+            if not parts or member.is_dir() or parts[0] == "__MACOSX":
+                continue
+            target = scratch.joinpath(*(p.replace("\0", "_")[:200] for p in parts))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(member))
 
 
 def collect(source: Path, chapters: tuple[str, ...], scratch: Path) -> dict[str, dict[str, Path]]:
-    """Per chapter, per student, the submitted notebook (a zip is extracted into scratch first)."""
+    """Per chapter, per student, the submitted notebook (a zip is extracted into scratch first).
+
+    What cannot be graded (an empty file, no notebook, a notebook of another chapter, one of no chapter)
+    goes to UNGRADABLE instead, with the reason.
+    """
+    UNGRADABLE.clear()
     source = Path(source).resolve()
     if source.is_file() and zipfile.is_zipfile(source):
-        if scratch.exists():
-            shutil.rmtree(scratch)
-        scratch.mkdir(parents=True)
-        with zipfile.ZipFile(source) as zf:
-            for member in zf.infolist():
-                target = (scratch / member.filename).resolve()
-                if scratch.resolve() not in target.parents or member.is_dir():
-                    continue  # no path traversal out of the scratch folder
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(zf.read(member))
+        _extract(source, scratch)
         source = scratch
     if not source.is_dir():
         raise FileNotFoundError(f"no folder or zip of submissions at {source}")
-    if (source / "submitted").is_dir():
-        source = source / "submitted"
     out: dict[str, dict[str, Path]] = {ch: {} for ch in chapters}
-    layout = [p for ch in chapters for p in source.glob(f"*/{ch}/{ch}.ipynb")]
+
+    known = tuple(dict.fromkeys((*available_chapters(), *chapters)))  # a notebook of a chapter not graded is told too
+
+    def take(path: Path, chapter: str | None, student: str) -> None:
+        """chapter: the one the nbgrader layout names; None for a loose notebook (recognised from its cells)."""
+        nb, why = read_submission(path)
+        found = None if nb is None else detect_chapter(nb, known, path.name)
+        if chapter is None and found not in (None, *chapters):
+            return  # a notebook of a chapter not being graded
+        if why is None and chapter is None and found is None:
+            why = f"not a notebook of any chapter ({', '.join(chapters)})"
+        elif why is None and chapter is not None and found not in (None, chapter):
+            why = f"this is a notebook of {found}, handed in as {chapter}"
+        elif why is None and not {nbk.grade_id(c) for c in nb.cells} & fingerprint(chapter or found)[0]:
+            why = ("none of its cells is a cell of the assignment (they lost their nbgrader metadata: pasted into a "
+                   "new notebook?); download the assignment again and copy the answers into it")
+        chapter = chapter or found or next((ch for ch in chapters if ch in path.name),
+                                           chapters[0] if len(chapters) == 1 else "")
+        if why is None:
+            if student in out[chapter]:
+                print(f"warning: {student} handed in {chapter} twice; grading {path.name}, not "
+                      f"{out[chapter][student].name}", file=sys.stderr)
+            out[chapter][student] = path
+            UNGRADABLE.get(chapter, {}).pop(student, None)
+        elif student not in out.get(chapter, {}):
+            UNGRADABLE.setdefault(chapter, {})[student] = why
+
+    # nbgrader's layout, at any depth (an LMS export may wrap it in folders): <student>/<chapter>/<chapter>.ipynb
+    layout = [p for ch in chapters for p in source.glob(f"**/{ch}/{ch}.ipynb") if "__MACOSX" not in p.parts]
     if layout:
         for path in sorted(layout):
-            out[path.parent.name][safe_id(path.parent.parent.name)] = path
+            take(path, path.parent.name, safe_id(path.parent.parent.name))
             extras = sorted(str(p.relative_to(path.parent)) for p in path.parent.rglob("*")
                             if p.is_file() and p != path and p.name != "timestamp.txt")
             if extras:
                 IGNORED[path] = tuple(extras)
-        return {ch: s for ch, s in out.items() if s}
-    ids = {ch: chapter_ids(ch) for ch in chapters}
-    for path in sorted(p for p in source.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
-                       and not p.name.startswith(".")):
-        chapter = detect_chapter(path, chapters, ids)
-        if chapter is None:
-            print(f"skipped {path}: not a notebook of any chapter ({', '.join(chapters)})", file=sys.stderr)
-            continue
-        student = student_from_name(path, chapter)
-        if student in out[chapter]:
-            print(f"warning: {student} handed in {chapter} twice; grading {path.name}, not "
-                  f"{out[chapter][student].name}", file=sys.stderr)
-        out[chapter][student] = path
+    else:
+        for path in sorted(p for p in source.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+                           and "__MACOSX" not in p.parts and not p.name.startswith(".")):
+            take(path, None, student_from_name(path.relative_to(source), chapters))
     return {ch: s for ch, s in out.items() if s}
 
 
@@ -243,9 +341,11 @@ def _import_results(main: Workspace, job: Workspace, chapter: str, students: lis
 
 
 def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], jobs: int,
-                  notebook_timeout: float, quiet: bool = False, hide: tuple[Path, ...] = ()) -> dict[str, Result]:
+                  notebook_timeout: float, quiet: bool = False) -> dict[str, Result]:
     """Autograde every submission of one chapter over `jobs` job workspaces and import the results."""
     students = sorted(submissions)
+    if not students:
+        return {}
     shards = [s for s in (students[i::jobs] for i in range(max(1, jobs))) if s]
     job_spaces: list[Workspace] = []
     for k, shard in enumerate(shards):
@@ -253,8 +353,6 @@ def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], j
         if job.root.exists():
             shutil.rmtree(job.root)
         job.create((chapter,))
-        with (job.root / "nbgrader_config.py").open("a") as f:  # the kernels never see the main workspace either
-            f.write(f"c.SandboxKernelManager.hide_paths = {[str(main.root), *map(str, hide)]!r}\n")
         shutil.copyfile(main.root / "gradebook.db", job.root / "gradebook.db")  # the assignment, as generated
         for student in shard:
             sub = submissions[student]
@@ -306,12 +404,13 @@ def incidents_of(ws: Workspace, chapter: str, student: str) -> list[integrity.In
 
 
 def fill_scores(ws: Workspace, chapter: str, results: dict[str, Result]) -> None:
-    """Scores from the main gradebook."""
+    """Scores from the main gradebook; every student in results is in it (so in grades.csv), with 0 if not graded."""
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook(ws.db_url) as gb:
         maximum = float(gb.find_assignment(chapter).max_score)
         for student, res in results.items():
+            gb.update_or_create_student(student)
             res.max_score = maximum
             try:
                 res.score = float(gb.find_submission(chapter, student).score)
@@ -328,16 +427,17 @@ def format_summary(results: dict[str, dict[str, Result]], chapters: tuple[str, .
     words: list[str] = []
     for student in students:
         row, got, maximum, count = [student], 0.0, 0.0, 0
-        for chapter in chapters:
+        for chapter in (*chapters, ""):
             res = results.get(chapter, {}).get(student)
             if res is None:
-                row.append("-")
+                row += ["-"] if chapter else []
                 continue
-            row.append("failed" if res.score is None else f"{res.score:g} / {res.max_score:g}")
+            if chapter:
+                row.append("failed" if res.score is None else f"{res.score:g} / {res.max_score:g}")
             got += res.score or 0.0
             maximum += res.max_score
             count += len(res.incidents)
-            words += [f"{student} {chapter}: {inc.words()}" for inc in res.incidents]
+            words += [f"{student} {chapter or '(no chapter)'}: {inc.words()}" for inc in res.incidents]
         row += [f"{got:g} / {maximum:g}", f"{100 * got / maximum:.0f}" if maximum else "-", str(count) if count else "none"]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
@@ -350,18 +450,26 @@ def format_summary(results: dict[str, dict[str, Result]], chapters: tuple[str, .
 def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
               chapters: tuple[str, ...] | None = None, cell_timeout: int = CELL_TIMEOUT,
               notebook_timeout: int = NOTEBOOK_TIMEOUT, quiet: bool = False,
-              feedback: bool = True) -> tuple[dict[str, dict[str, Result]], str]:
-    """Grade every chapter present in source; return the results and the printed report."""
+              feedback: bool = True, weak_containment: bool = False) -> tuple[dict[str, dict[str, Result]], str]:
+    """Grade every chapter present in source; return the results and the printed report.
+
+    Raises ContainmentError before anything is graded when bubblewrap cannot run here, unless
+    weak_containment accepts kernels contained by a fresh folder and resource limits only.
+    """
     t0 = time.perf_counter()
+    weak = check_containment(weak_containment)
     chapters = tuple(chapters or available_chapters())
-    extra = (f"--Execute.timeout={cell_timeout}", f"--SandboxedExecute.notebook_timeout={notebook_timeout}")
+    extra = (f"--Execute.timeout={cell_timeout}", f"--SandboxedExecute.notebook_timeout={notebook_timeout}",
+             *(["--SandboxKernelManager.weak_containment=True"] if weak else []))
     main = Workspace(workspace, extra_args=extra)
     main.root.mkdir(parents=True, exist_ok=True)
-    os.chmod(main.root, 0o700)  # the kernels' uid must not enter it even where no mount namespace hides it
+    os.chmod(main.root, 0o700)  # with weak containment, kernels of another uid must not enter it
     found = collect(source, chapters, main.root / "incoming")
-    if not found:
+    if not found and not any(UNGRADABLE.values()):
         raise FileNotFoundError(f"no notebook of {', '.join(chapters)} in {source}")
-    present = tuple(ch for ch in chapters if ch in found)
+    # a chapter with only ungradable notebooks still gets its assignment (their rows in grades.csv); so does
+    # every chapter asked for when no notebook could be told apart at all
+    present = tuple(ch for ch in chapters if ch in found or UNGRADABLE.get(ch)) or chapters
     main.create(present)
     results: dict[str, dict[str, Result]] = {}
     phases = {"setup": 0.0, "autograde": 0.0, "feedback": 0.0, "export": 0.0}
@@ -370,14 +478,21 @@ def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
         main.generate_assignment(chapter)
         phases["setup"] += time.perf_counter() - t
         t = time.perf_counter()
-        results[chapter] = grade_chapter(main, chapter, found[chapter], jobs, notebook_timeout, quiet,
-                                         hide=(Path(source).resolve(),))
+        results[chapter] = grade_chapter(main, chapter, found.get(chapter, {}), jobs, notebook_timeout, quiet)
+        for student, why in UNGRADABLE.get(chapter, {}).items():
+            results[chapter][student] = Result(0.0, 0.0, [integrity.Incident("ungradable", chapter, f"not graded, 0: {why}")])
         fill_scores(main, chapter, results[chapter])
+        for student in UNGRADABLE.get(chapter, {}):
+            results[chapter][student].score = 0.0
         phases["autograde"] += time.perf_counter() - t
         t = time.perf_counter()
-        if feedback:
+        if feedback and found.get(chapter):
             main.generate_feedback(chapter)
         phases["feedback"] += time.perf_counter() - t
+    if UNGRADABLE.get(""):  # no chapter could be told: the student still gets a row (0) in grades.csv
+        results[""] = {student: Result(0.0, 0.0, [integrity.Incident("ungradable", "", f"not graded, 0: {why}")])
+                       for student, why in UNGRADABLE[""].items()}
+        main.add_students(list(results[""]))
     t = time.perf_counter()
     csv_path = main.export(main.root / "grades.csv")
     phases["export"] += time.perf_counter() - t
@@ -387,15 +502,33 @@ def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
     (main.root / "incidents.json").write_text(json.dumps(
         {ch: {s: [i.to_json() for i in r.incidents] for s, r in per.items()} for ch, per in results.items()},
         indent=1, sort_keys=True) + "\n")
+    graded = sum(len(v) for v in found.values())
     report = (f"\nGradebook ({main.root / 'gradebook.db'})\n\n{summary}\n\n"
               f"Feedback (HTML, hidden tests removed): {main.root / 'feedback'}/<student>/<chapter>/\n"
               f"Grades CSV: {csv_path}\nIncidents (JSON): {main.root / 'incidents.json'}\n"
               f"nbgrader logs: {main.logs} and {main.root / 'jobs'}/*/logs\n"
-              f"Graded {sum(len(v) for v in found.values())} notebooks with {jobs} job(s) "
-              f"in {time.perf_counter() - t0:.0f} s ("
-              + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()) + ").\n")
+              f"Containment: {containment.describe(weak)}\n"
+              f"Graded {graded} notebooks with {jobs} job(s)"
+              + (f", {sum(len(v) for v in UNGRADABLE.values())} not gradable (0, reason above)" if any(
+                  UNGRADABLE.values()) else "")
+              + f" in {time.perf_counter() - t0:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
+              + ").\n")
     (main.root / "report.txt").write_text(report)
     return results, report
+
+
+class ContainmentError(RuntimeError):
+    """Bubblewrap cannot run here and weak containment was not accepted."""
+
+
+def check_containment(weak_accepted: bool) -> bool:
+    """Whether kernels will be weakly contained; ContainmentError (one line naming the fix) if that was not accepted."""
+    if containment.bwrap_problem() is None:
+        return False
+    if not weak_accepted:
+        raise ContainmentError(containment.refusal())
+    print(f"warning: {containment.describe(True)}", file=sys.stderr)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -410,9 +543,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds per notebook (default 900)")
     parser.add_argument("--no-feedback", action="store_true", help="skip nbgrader generate_feedback")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--weak-containment", action="store_true",
+                        help="where bubblewrap cannot run, grade anyway with kernels contained only by a fresh folder "
+                             "and resource limits (they can read what you can; the report says so)")
     args = parser.parse_args(argv)
-    _, report = grade_all(args.submissions, args.workspace, args.jobs, tuple(args.chapters or ()) or None,
-                          args.cell_timeout, args.notebook_timeout, args.quiet, not args.no_feedback)
+    try:
+        _, report = grade_all(args.submissions, args.workspace, args.jobs, tuple(args.chapters or ()) or None,
+                              args.cell_timeout, args.notebook_timeout, args.quiet, not args.no_feedback,
+                              args.weak_containment)
+    except ContainmentError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     print(report)
     return 0
 

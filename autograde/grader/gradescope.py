@@ -1,6 +1,7 @@
 """Export a chapter as a Gradescope autograder, and the code that runs inside it.
 
-    .venv/bin/python -m autograde.grader.gradescope export CHAPTER [DEST]   # DEST/<chapter>/ and DEST/<chapter>.zip
+    .venv/bin/python -m autograde.grader.gradescope export CHAPTER [DEST] [--weak-containment]
+                                                                # DEST/<chapter>/ and DEST/<chapter>.zip
 
 The zip holds what Gradescope asks for at its top level: setup.sh (installs
 Python and the course's pinned dependencies into /autograder/venv) and
@@ -11,6 +12,17 @@ never see) and the pins. run_autograder grades the one notebook in
 contained kernel, limits and integrity checks as `autograde/grade`) and writes
 /autograder/results/results.json: one test per exercise, with the points and
 the messages of the checks that failed, never the hidden tests' code.
+
+Containment: setup.sh installs bubblewrap, and each submission's kernel runs in its
+sandbox as with `autograde/grade`. Gradescope's containers may not allow the user
+namespaces bubblewrap needs; then run_autograder grades nothing and every result says
+why (upload a test submission first: its result shows it). An autograder exported with
+--weak-containment grades there anyway, the kernel contained by a fresh folder and resource
+limits only: it runs as root in the container and could read the hidden tests in
+/autograder/source and write its own results.json. Gradescope's per-submission container
+keeps other students out of reach, but a determined student could forge their own score:
+grade such a course with `autograde/grade` (an LMS download) instead, on a machine where
+bubblewrap runs.
 
 AUTOGRADER_ROOT (default /autograder) and AUTOGRADER_PYTHON (default
 /autograder/venv/bin/python) let the tests run it in a simulated layout.
@@ -25,6 +37,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from autograde.grader import command as grading
 from autograde.grader import incidents as integrity
 from autograde import notebook as nbk
 from autograde.grader.secrets import scrub
@@ -53,12 +66,14 @@ set -euo pipefail
 root="${{AUTOGRADER_ROOT:-/autograder}}"
 python="${{AUTOGRADER_PYTHON:-$root/venv/bin/python}}"
 cd "$root/source"
-PYTHONPATH="$root/source" exec "$python" -m autograde.grader.gradescope run --root "$root" --chapter {chapter}
+PYTHONPATH="$root/source" exec "$python" -m autograde.grader.gradescope run --root "$root" --chapter {chapter}{weak}
 """
 
 
-def export(chapter: str, dest: Path) -> Path:
-    """Write dest/<chapter>/ (the autograder's files) and dest/<chapter>.zip; return the zip."""
+def export(chapter: str, dest: Path, weak_containment: bool = False) -> Path:
+    """Write dest/<chapter>/ (the autograder's files) and dest/<chapter>.zip; return the zip.
+
+    weak_containment: the autograder grades even where bubblewrap cannot run (see the module's docstring)."""
     src = REPO / "source" / chapter / f"{chapter}.ipynb"
     if not src.exists():
         raise FileNotFoundError(f"chapter {chapter}: no source notebook at {src}")
@@ -75,7 +90,8 @@ def export(chapter: str, dest: Path) -> Path:
     (folder / "source" / chapter).mkdir(parents=True)
     shutil.copyfile(src, folder / "source" / chapter / src.name)
     (folder / "setup.sh").write_text(SETUP_SH)
-    (folder / "run_autograder").write_text(RUN_AUTOGRADER.format(chapter=chapter))
+    (folder / "run_autograder").write_text(RUN_AUTOGRADER.format(
+        chapter=chapter, weak=" --weak-containment" if weak_containment else ""))
     for script in ("setup.sh", "run_autograder"):
         (folder / script).chmod(0o755)
     archive = Path(dest) / f"{chapter}.zip"
@@ -112,20 +128,26 @@ def results(chapter: str, graded, scores: dict, incidents: list[integrity.Incide
     return out
 
 
-def run(root: Path, chapter: str) -> dict:
+def run(root: Path, chapter: str, weak_containment: bool = False) -> dict:
     """Grade the submission under root/submission and write root/results/results.json."""
     root = Path(root)
     (root / "results").mkdir(parents=True, exist_ok=True)
     notebooks = sorted((root / "submission").rglob("*.ipynb"))
     chosen = next((p for p in notebooks if p.name == f"{chapter}.ipynb"), notebooks[0] if notebooks else None)
-    if chosen is None:
-        data = {"score": 0, "output": f"No notebook found in the submission: upload {chapter}.ipynb.", "tests": []}
+    try:
+        weak = grading.check_containment(weak_containment)
+    except grading.ContainmentError as exc:
+        print(exc, file=sys.stderr)
+        weak, chosen = False, None
+        data = {"score": 0, "tests": [], "output": "The autograder could not run here, nothing was graded: "
+                                                    f"{exc} (re-export the autograder with --weak-containment "
+                                                    "to grade in this container anyway)"}
     else:
+        data = {"score": 0, "output": f"No notebook found in the submission: upload {chapter}.ipynb.", "tests": []}
+    if chosen is not None:
         with tempfile.TemporaryDirectory(prefix="gradescope-") as tmp:
-            ws = Workspace(Path(tmp) / "ws")
+            ws = Workspace(Path(tmp) / "ws", extra_args=("--SandboxKernelManager.weak_containment=True",) if weak else ())
             ws.create((chapter,))
-            with (ws.root / "nbgrader_config.py").open("a") as f:  # the kernel never sees the results or the upload
-                f.write(f"c.SandboxKernelManager.hide_paths = {[str(root / 'results'), str(root / 'submission')]!r}\n")
             ws.generate_assignment(chapter)
             ws.submit(STUDENT, chapter, chosen)
             try:
@@ -149,14 +171,17 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("export", help="write the autograder zip of a chapter")
     e.add_argument("chapter")
     e.add_argument("dest", type=Path, nargs="?", default=REPO / ".work" / "gradescope")
+    e.add_argument("--weak-containment", action="store_true",
+                   help="grade even in a container where bubblewrap cannot run (see the module's docstring)")
     r = sub.add_parser("run", help="(inside the autograder) grade /autograder/submission")
     r.add_argument("--root", type=Path, default=Path("/autograder"))
     r.add_argument("--chapter", required=True)
+    r.add_argument("--weak-containment", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "export":
-        print(export(args.chapter, args.dest))
+        print(export(args.chapter, args.dest, args.weak_containment))
     else:
-        data = run(args.root, args.chapter)
+        data = run(args.root, args.chapter, args.weak_containment)
         print(f"score {data['score']:g}; results in {args.root / 'results' / 'results.json'}")
     return 0
 

@@ -31,6 +31,7 @@ FILE_CALLS = {"open", "io.open", "os.open", "os.listdir", "os.scandir", "os.walk
               "os.unlink", "os.rename", "os.getcwd", "sqlite3.connect"}
 SHELL_CALLS = {"os.system", "os.popen", "subprocess.run", "subprocess.Popen", "subprocess.call",
                "subprocess.check_output", "subprocess.check_call", "os.execv", "os.execve", "os.spawnv"}
+NETWORK_MODULES = ("socket.", "urllib.", "http.", "requests.", "ftplib.", "smtplib.")
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,8 @@ class Incident:
     """One thing that happened while grading a submission."""
 
     kind: str
-    """timeout | time-limit | crash | exit | memory | output | processes | tampering | hook | cheating | files | failed"""
+    """timeout | time-limit | crash | exit | memory | output | processes | tampering | hook | cheating | files |
+    network | failed | ungradable"""
     cell: str
     """the cell it happened in (grade_id, cell id or position)"""
     text: str
@@ -204,6 +206,8 @@ class _Scanner(ast.NodeVisitor):
                 self._find("runs a shell command (!)")
             elif full in SHELL_CALLS or full.startswith("subprocess."):
                 self._find(f"runs a shell command ({name})")
+            elif full.startswith(NETWORK_MODULES):
+                self._find(f"uses the network ({name})")
             elif full in FILE_CALLS or full.startswith(("shutil.", "pathlib.")):
                 self._find(f"reads, writes or lists files ({name})")
         self.generic_visit(node)
@@ -220,7 +224,7 @@ def python_of(source: str) -> str:
 
 
 def scan_code(source: str) -> list[str]:
-    """What one cell's code does with files and the shell, in words."""
+    """What one cell's code does with files, the network and the shell, in words."""
     try:
         tree = ast.parse(python_of(source))
     except SyntaxError:
@@ -267,5 +271,6 @@ def file_access(nb: NotebookNode) -> list[Incident]:
         if cell.cell_type != "code" or nbk.is_test(cell) or (meta.get("locked") and not meta.get("solution")):
             continue
         where = label(cell, i)
-        out += [Incident("files", where, f"cell {where} {text}") for text in scan_code(cell.source)]
+        out += [Incident("network" if text.startswith("uses the network") else "files", where, f"cell {where} {text}")
+                for text in scan_code(cell.source)]
     return out

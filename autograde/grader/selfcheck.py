@@ -56,15 +56,24 @@ def messages(nb, chapter: str) -> dict[str, str]:
 
 
 def check(path: Path, chapter: str | None = None, cell_timeout: int = grading.CELL_TIMEOUT,
-          notebook_timeout: int = grading.NOTEBOOK_TIMEOUT) -> tuple[list[Line], list[integrity.Incident]]:
-    """Autograde one notebook in a scratch workspace; per test cell, score and message, and the incidents."""
+          notebook_timeout: int = grading.NOTEBOOK_TIMEOUT,
+          weak_containment: bool = False) -> tuple[list[Line], list[integrity.Incident]]:
+    """Autograde one notebook in a scratch workspace; per test cell, score and message, and the incidents.
+
+    Raises grading.ContainmentError when bubblewrap cannot run here and weak containment was not accepted.
+    """
+    weak = grading.check_containment(weak_containment)
     chapters = grading.available_chapters()
-    chapter = chapter or grading.detect_chapter(Path(path), chapters, {ch: grading.chapter_ids(ch) for ch in chapters})
+    nb, why = grading.read_submission(Path(path))
+    if why:
+        raise ValueError(f"{path}: {why}")
+    chapter = chapter or grading.detect_chapter(nb, chapters, Path(path).name)
     if chapter is None:
         raise ValueError(f"{path} is not a notebook of any chapter ({', '.join(chapters)})")
     with tempfile.TemporaryDirectory(prefix="selfcheck-") as tmp:
         ws = Workspace(Path(tmp) / "ws", extra_args=(f"--Execute.timeout={cell_timeout}",
-                                                    f"--SandboxedExecute.notebook_timeout={notebook_timeout}"))
+                                                    f"--SandboxedExecute.notebook_timeout={notebook_timeout}",
+                                                    *(["--SandboxKernelManager.weak_containment=True"] if weak else [])))
         ws.create((chapter,))
         ws.generate_assignment(chapter)
         ws.submit(STUDENT, chapter, Path(path))
@@ -106,10 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebook", type=Path)
     parser.add_argument("--chapter", help="chapter id (default: recognised from the notebook)")
     parser.add_argument("--cell-timeout", type=int, default=grading.CELL_TIMEOUT)
+    parser.add_argument("--weak-containment", action="store_true",
+                        help="where bubblewrap cannot run (e.g. Binder), run your notebook anyway with only a fresh "
+                             "folder and resource limits around it")
     args = parser.parse_args(argv)
     try:
-        lines, incidents = check(args.notebook, args.chapter, args.cell_timeout)
-    except (ValueError, NbgraderError) as exc:
+        lines, incidents = check(args.notebook, args.chapter, args.cell_timeout,
+                                 weak_containment=args.weak_containment)
+    except (ValueError, NbgraderError, grading.ContainmentError) as exc:
         print(exc, file=sys.stderr)
         return 2
     print(format_report(lines, incidents))

@@ -117,6 +117,14 @@ class Workspace:
         self.nbgrader("export", f"--to={csv_path}", log="export")
         return csv_path
 
+    def add_students(self, students: list[str]) -> None:
+        """Put students in the gradebook: nbgrader export writes a row for each, 0 where nothing was graded."""
+        from nbgrader.api import Gradebook
+
+        with Gradebook(self.db_url) as gb:
+            for student in students:
+                gb.update_or_create_student(student)
+
     # -- reading results ----------------------------------------------------
     @property
     def db_url(self) -> str:

@@ -1,15 +1,25 @@
-"""The grading command on the adversarial corpus: exact scores, incidents, containment, unchanged submissions.
+"""The grading command on the adversarial corpus: exact scores, incidents, containment, nothing changed or left.
 
-The whole corpus of ch01 (autograde.corpus.attacks: one submission per attack)
-is graded once, through the real command (autograde.grader.command, which runs
-nbgrader autograde with the course's configuration), with two jobs and a
-short per-cell limit; each test then reads one student's result.
+The whole corpus of ch01 (autograde.corpus.attacks: one submission per attack) is
+graded once through the real command (autograde.grader.command, which runs nbgrader
+autograde with the course's configuration), with two jobs, from a zip laid out as an
+LMS export (nested folders, a folder name that is not UTF-8). When make test runs as
+root, the attacks whose outcome depends on the sandbox are graded a second time by an
+unprivileged user (autograde.tests.unprivileged), as most instructors grade. Each test
+then reads one student's result of one run.
+
+Timing: the per-cell limit is the course's own (60 s): a test cell takes up to ~10 s on
+a loaded two-core machine, so a shorter limit would make correct cells time out there.
+Only the three endless-loop attacks ever reach it; the unprivileged run has none.
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
+import socket
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,49 +27,153 @@ from pathlib import Path
 import pytest
 
 from autograde.corpus import attacks as corpus
-
 from autograde.grader import command as grading
-
+from autograde.grader import containment
 from autograde.grader import incidents as integrity
 from autograde import notebook as nbk
 from autograde.grader.workspace import Workspace
 
+from . import unprivileged
+
 pytestmark = pytest.mark.grading
 CH = "ch01_chain_rule"
-CELL_TIMEOUT = 30  # seconds; the course uses 60, the endless loops of the corpus need not wait that long, and
-                   # an honest cell on a loaded 2-core machine (load 8 measured) still finishes well within it
-ATTACKS = [a.name for a in corpus.attacks(CH)]
+CELL_TIMEOUT = grading.CELL_TIMEOUT
+ATTACKS = {a.name: a for a in corpus.attacks(CH)}
+UNPRIVILEGED = (*corpus.SANDBOX, "not_json", "empty_file", "pasted_no_metadata", "other_chapter")
+"""What the unprivileged run grades: the attacks whose outcome depends on the sandbox, and the bad inputs (never
+run: they cost nothing)."""
+RUNS = [("grader", name) for name in ATTACKS] + [("unprivileged", name) for name in UNPRIVILEGED if name in ATTACKS]
 
 
 def _hashes(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): nbk.sha256(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(folder)): nbk.sha256(p) for p in sorted(folder.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _listing(folder: Path) -> dict[str, tuple[int, int]]:
+    out = {}
+    for dirpath, _, filenames in os.walk(folder):
+        for name in filenames:
+            st = os.lstat(os.path.join(dirpath, name))
+            out[os.path.relpath(os.path.join(dirpath, name), folder)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _outside(site_packages: Path, submissions: list[Path]) -> dict:
+    """What no kernel may change: the course package, the grader's virtual environment, the submissions."""
+    return {"course": _hashes(nbk.REPO / "course"), "site-packages": _listing(site_packages),
+            ".pth": {p.name: nbk.sha256(p) for p in site_packages.glob("*.pth")},
+            "submissions": {str(p): nbk.sha256(p) if p.is_file() else _hashes(p) for p in submissions}}
+
+
+def _escaped() -> list[str]:
+    """Processes the session-leaving attack started, wherever they are."""
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if f.read().startswith(b"autograde-escaped"):
+                    out.append(entry)
+        except OSError:
+            continue
+    return out
 
 
 @dataclass
 class Run:
-    root: Path
     ws: Workspace
     subs: Path
     attacks: dict[str, corpus.Attack]
-    results: dict
+    incidents: dict[str, list[integrity.Incident]]
     report: str
-    before: dict[str, str]
-    after: dict[str, str]
+    before: dict
+    after: dict
+    left: list[int]
+    reached: bool
+
+
+def _targets(ws: Path, subs: Path, archive: Path) -> tuple[str, ...]:
+    """What the snooping attacks are told to read: the real paths of the grader's and the other students' files."""
+    return (str(ws / "gradebook.db"), str(ws / "source" / CH / f"{CH}.ipynb"), str(ws / "autograded"), str(ws),
+            str(nbk.REPO / "source" / CH / f"{CH}.ipynb"), str(ws / "incoming"), str(archive),
+            str(subs / "deleted_tests" / CH / f"{CH}.ipynb"), str(subs))
+
+
+def _listener() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    sock.setblocking(False)
+    return sock
+
+
+def _reached(sock: socket.socket) -> bool:
+    try:
+        sock.accept()[0].close()
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        sock.close()
+
+
+def _grade_as_grader(root: Path) -> Run:
+    ws, subs, archive = root / "ws", root / "submitted", root / "export.zip"
+    sock = _listener()
+    attacks = corpus.write(CH, archive, _targets(ws, subs, archive), sock.getsockname()[1])
+    corpus.write(CH, subs, _targets(ws, subs, archive), sock.getsockname()[1])  # for the regrading test
+    site = Path(__import__("sysconfig").get_paths()["purelib"])
+    before, nobody = _outside(site, [archive, subs]), set(containment._processes_of(containment.kernel_uid()))
+    results, report = grading.grade_all(archive, ws, jobs=2, chapters=(CH,), cell_timeout=CELL_TIMEOUT,
+                                        notebook_timeout=grading.NOTEBOOK_TIMEOUT, quiet=True)
+    left = _escaped() + [p for p in containment._processes_of(containment.kernel_uid())
+                         if p not in nobody and os.geteuid() == 0]
+    return Run(Workspace(ws), subs, attacks, {s: r.incidents for s, r in results[CH].items()}, report, before,
+               _outside(site, [archive, subs]), left, _reached(sock))
+
+
+def _grade_unprivileged() -> Run:
+    why = unprivileged.why_not()
+    if why:
+        pytest.skip(why)
+    user = unprivileged.grader()
+    root = Path(tempfile.mkdtemp(prefix="autograde-unprivileged-"))
+    ws, subs, archive = root / "ws", root / "submitted", root / "export.zip"
+    sock = _listener()
+    everything = corpus.write(CH, subs, _targets(ws, subs, archive), sock.getsockname()[1])
+    attacks = {name: everything[name] for name in UNPRIVILEGED if name in everything}
+    for name in set(everything) - set(attacks):
+        shutil.rmtree(subs / name)
+    user.give(root)
+    site = Path(user.run([str(user.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         timeout=120).stdout.strip())
+    before = _outside(site, [subs])
+    proc = user.run([str(user.python), "-m", "autograde.grader.command", str(subs), "--workspace", str(ws),
+                     "--jobs", "2", "--chapter", CH, "--cell-timeout", str(CELL_TIMEOUT), "--no-feedback", "--quiet"],
+                    timeout=1800, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    left = _escaped() + [str(p) for p in containment._processes_of(user.uid)]
+    stored = json.loads((ws / "incidents.json").read_text())[CH]
+    return Run(Workspace(ws), subs, attacks, {s: [integrity.Incident.from_json(i) for i in v] for s, v in stored.items()},
+               proc.stdout, before, _outside(site, [subs]), left, _reached(sock))
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Run:
-    root = tmp_path_factory.mktemp("corpus")
-    ws_root, subs = root / "ws", root / "submitted"
-    # what the snooping attack is told to look for: the real paths of the grader's files
-    targets = (str(ws_root / "gradebook.db"), str(ws_root / "source" / CH / f"{CH}.ipynb"),
-               str(ws_root / "autograded"), str(ws_root), str(nbk.REPO / "source" / CH / f"{CH}.ipynb"),
-               str(subs / "deleted_tests" / CH / f"{CH}.ipynb"), str(subs))
-    attacks = corpus.write(CH, subs, targets)
-    before = _hashes(subs)
-    results, report = grading.grade_all(subs, ws_root, jobs=2, chapters=(CH,), cell_timeout=CELL_TIMEOUT,
-                                        notebook_timeout=300, quiet=True)
-    return Run(root, Workspace(ws_root), subs, attacks, results, report, before, _hashes(subs))
+def runs(tmp_path_factory):
+    cache: dict[str, Run] = {}
+
+    def get(kind: str) -> Run:
+        if kind not in cache:
+            cache[kind] = (_grade_as_grader(tmp_path_factory.mktemp("corpus")) if kind == "grader"
+                           else _grade_unprivileged())
+        return cache[kind]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def run(runs) -> Run:
+    return runs("grader")
 
 
 def _autograded(run: Run, student: str):
@@ -75,31 +189,47 @@ def _outputs(nb, gid: str | None = None) -> str:
     return "\n".join(text)
 
 
-@pytest.mark.parametrize("attack", ATTACKS)
-def test_attack_scores_exactly(run, attack):
-    scores = run.ws.cell_scores(CH).get(attack)
+def _csv(run: Run) -> dict[str, dict]:
+    with open(run.ws.root / "grades.csv") as f:
+        return {row["student_id"]: row for row in csv.DictReader(f) if row["assignment"] == CH}
+
+
+@pytest.mark.parametrize("kind,attack", RUNS)
+def test_attack_scores_exactly(runs, kind, attack):
+    run = runs(kind)
+    spec = run.attacks[attack]
+    scores = run.ws.cell_scores(CH).get(spec.student)
+    if not spec.graded:
+        assert not scores, f"{attack} cannot be graded, yet has grades: {scores}"
+        assert float(_csv(run)[spec.student]["raw_score"]) == 0, f"{attack}: grades.csv should give it 0"
+        return
     assert scores, f"{attack} has no grades in the gradebook:\n{run.report}"
-    expected_lost = run.attacks[attack].loses
-    wrong = [f"{gid}: {c.score:g}/{c.max_score:g}, expected {0 if gid in expected_lost else c.max_score:g}"
-             for gid, c in scores.items() if c.score != (0.0 if gid in expected_lost else c.max_score)]
-    assert not wrong, f"{attack} ({run.attacks[attack].why}):\n  " + "\n  ".join(wrong)
+    wrong = [f"{gid}: {c.score:g}/{c.max_score:g}, expected {0 if gid in spec.loses else c.max_score:g}"
+             for gid, c in scores.items() if c.score != (0.0 if gid in spec.loses else c.max_score)]
+    assert not wrong, f"{attack} ({spec.why}):\n  " + "\n  ".join(wrong)
 
 
-@pytest.mark.parametrize("attack", ATTACKS)
-def test_attack_is_reported(run, attack):
-    incidents = run.results[CH][attack].incidents
+@pytest.mark.parametrize("kind,attack", RUNS)
+def test_attack_is_reported(runs, kind, attack):
+    run = runs(kind)
+    spec = run.attacks[attack]
+    incidents = run.incidents[spec.student]
     kinds = {i.kind for i in incidents}
-    for kind in run.attacks[attack].incidents:
-        assert kind in kinds, f"{attack}: no '{kind}' incident; got {[i.words() for i in incidents]}"
-    lines = [ln for ln in run.report.splitlines() if ln.startswith(f"{attack} {CH}: ")]
-    assert any(ln.split(": ", 1)[1].startswith(tuple(run.attacks[attack].incidents)) for ln in lines), \
+    for expected in spec.incidents:
+        assert expected in kinds, f"{attack}: no '{expected}' incident; got {[i.words() for i in incidents]}"
+    if not spec.incidents:
+        assert not incidents, f"{attack} commits no incident: {[i.words() for i in incidents]}"
+        return
+    lines = [ln for ln in run.report.splitlines() if ln.startswith(f"{spec.student} {CH}: ")]
+    assert any(ln.split(": ", 1)[1].startswith(spec.incidents) for ln in lines), \
         f"{attack}: the summary does not name the incident:\n{run.report}"
-    row = next(ln for ln in run.report.splitlines() if ln.startswith(attack + " "))
+    row = next(ln for ln in run.report.splitlines() if ln.startswith(spec.student + " "))
     assert row.split()[-1] == str(len(incidents)), f"incident column of {attack}: {row}"
 
 
-@pytest.mark.parametrize("attack", [a.name for a in corpus.attacks(CH) if a.must_print or a.must_not_print])
-def test_attack_fails_inside_the_kernel(run, attack):
+@pytest.mark.parametrize("kind,attack", [(k, a) for k, a in RUNS if ATTACKS[a].must_print or ATTACKS[a].must_not_print])
+def test_attack_fails_inside_the_kernel(runs, kind, attack):
+    run = runs(kind)
     nb = _autograded(run, attack)
     spec = run.attacks[attack]
     for gid, text in spec.must_print:
@@ -108,20 +238,37 @@ def test_attack_fails_inside_the_kernel(run, attack):
         assert text not in _outputs(nb), f"{attack}: printed {text!r}:\n{_outputs(nb)[:3000]}"
 
 
-def test_kernel_runs_under_its_own_uid(run):
-    if os.geteuid() != 0:
-        pytest.skip("the grader is not root: kernels keep its uid (folder and limits only)")
+@pytest.mark.parametrize("kind", ["grader", "unprivileged"])
+def test_nothing_outside_the_kernels_folders_changed(runs, kind):
+    """The course package, the virtual environment (.pth files included) and the submissions are as they were."""
+    run = runs(kind)
+    for part in run.before:
+        assert run.before[part] == run.after[part], f"{part} changed while grading ({kind})"
+
+
+@pytest.mark.parametrize("kind", ["grader", "unprivileged"])
+def test_no_process_of_the_kernels_is_left(runs, kind):
+    run = runs(kind)
+    assert not run.left, f"processes left after grading ({kind}): {run.left}"
+
+
+@pytest.mark.parametrize("kind", ["grader", "unprivileged"])
+def test_kernel_cannot_reach_the_graders_network(runs, kind):
+    assert not runs(kind).reached, "a kernel connected to a port the grader listens on at 127.0.0.1"
+
+
+def test_kernel_is_not_root_and_sees_only_its_folder(run):
     printed = _outputs(_autograded(run, "read_gradebook"))
     assert "kernel uid " in printed and "kernel uid 0" not in printed, printed[:2000]
 
 
+def test_report_says_how_kernels_were_contained(run):
+    assert "Containment: bubblewrap" in run.report
+
+
 def test_clean_submissions_have_no_incidents(run):
     # the corpus's shadow_torch_py notebook is the perfect student's: its only incident is the ignored files
-    assert [i.kind for i in run.results[CH]["shadow_torch_py"].incidents] == ["files"]
-
-
-def test_submissions_are_never_modified(run):
-    assert run.before == run.after
+    assert [i.kind for i in run.incidents["shadow_torch_py"]] == ["files"]
 
 
 def test_output_flood_does_not_bloat_the_results(run):
@@ -133,9 +280,10 @@ def test_output_flood_does_not_bloat_the_results(run):
 
 
 def test_feedback_and_csv_written(run):
-    rows = (run.ws.root / "grades.csv").read_text().splitlines()
-    assert len(rows) >= 1 + len(ATTACKS)
-    assert all((run.ws.root / "feedback" / a / CH / f"{CH}.html").exists() for a in ATTACKS)
+    """Every student handed in has a row in grades.csv; every graded one a feedback page."""
+    assert set(_csv(run)) == {a.student for a in run.attacks.values()}
+    assert all((run.ws.root / "feedback" / a.student / CH / f"{CH}.html").exists()
+               for a in run.attacks.values() if a.graded)
 
 
 def test_integrity_errors_named_in_feedback(run):
@@ -167,7 +315,7 @@ def test_regrading_with_one_job_gives_the_same_gradebook(run, tmp_path):
     for student in again:
         shutil.copytree(run.subs / student, subset / student)
     grading.grade_all(subset, run.ws.root, jobs=1, chapters=(CH,), cell_timeout=CELL_TIMEOUT,
-                      notebook_timeout=300, quiet=True, feedback=False)
+                      notebook_timeout=grading.NOTEBOOK_TIMEOUT, quiet=True, feedback=False)
     assert run.ws.cell_scores(CH) == first
 
 
@@ -192,12 +340,77 @@ def test_collect_reads_loose_notebooks_and_zips(tmp_path):
     assert not (tmp_path / "escape.ipynb").exists()
 
 
+def test_collect_tells_every_student_and_why_not(tmp_path):
+    """An LMS zip: nested folders, Windows separators, macOS litter, a name flagged UTF-8 that is not, an accented
+    name, a file that is no notebook and an empty one: every student found once, each ungradable with its reason."""
+    example = (nbk.REPO / "autograde" / "examples" / "alice" / f"{CH}.ipynb").read_bytes()
+    archive = tmp_path / "lms.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(f"Course export/Section 1/alice/{CH}.ipynb", example)
+        zf.writestr(f"Course export\\Section 2\\bob_{CH}.ipynb", example)
+        zf.writestr("__MACOSX/Course export/._bob.ipynb", "junk")
+        raw = corpus._RawName("jose")
+        raw.raw = f"Course export/Jos\xe9_{CH}.ipynb".encode("latin-1")
+        zf.writestr(raw, example)
+        zf.writestr(f"Course export/Ren\u00e9e_{CH}.ipynb", example)
+        zf.writestr(f"Course export/dave_{CH}.ipynb", "my notebook would not save")
+        zf.writestr(f"Course export/erin_{CH}.ipynb", "")
+    found = grading.collect(archive, (CH,), tmp_path / "scratch")
+    jose = grading.safe_id("Jos\u0398")  # the name read as cp437
+    assert sorted(found[CH]) == sorted(["alice", "bob", "Renee", jose]) and jose.startswith("Jos-")
+    assert sorted(grading.UNGRADABLE[CH]) == ["dave", "erin"]
+    assert "not a valid notebook" in grading.UNGRADABLE[CH]["dave"] and "empty" in grading.UNGRADABLE[CH]["erin"]
+
+
+def test_grading_refuses_without_bubblewrap_and_names_the_fix(monkeypatch, tmp_path, capsys):
+    """Where bubblewrap cannot run, one line says so and what to do, before anything starts; selfcheck and the
+    Gradescope runner likewise."""
+    from autograde.grader import gradescope, selfcheck
+
+    monkeypatch.setattr(containment, "BWRAP", str(tmp_path / "no-bwrap"))
+    containment.bwrap_problem.cache_clear()
+    try:
+        code = grading.main([str(tmp_path / "submitted"), "--workspace", str(tmp_path / "ws")])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert "bubblewrap" in err and "apt-get install bubblewrap" in err and "--weak-containment" in err, err
+        assert "unprivileged_userns_clone" in err and not (tmp_path / "ws").exists()
+        assert selfcheck.main([str(nbk.REPO / "autograde" / "examples" / "alice" / f"{CH}.ipynb")]) == 2
+        assert "--weak-containment" in capsys.readouterr().err
+        (tmp_path / "gs" / "submission").mkdir(parents=True)
+        (tmp_path / "gs" / "submission" / f"{CH}.ipynb").write_bytes(b"{}")
+        data = gradescope.run(tmp_path / "gs", CH)
+        assert data["score"] == 0 and "bubblewrap" in data["output"] and "--weak-containment" in data["output"]
+    finally:
+        containment.bwrap_problem.cache_clear()
+
+
+def test_weak_containment_grades_and_says_so(monkeypatch, tmp_path):
+    """--weak-containment where bubblewrap cannot run: graded with a fresh folder and limits, and the report says so."""
+    monkeypatch.setattr(containment, "BWRAP", str(tmp_path / "no-bwrap"))
+    containment.bwrap_problem.cache_clear()
+    try:
+        subs = tmp_path / "submitted"
+        corpus.write(CH, subs)
+        for folder in subs.iterdir():
+            if folder.name != "shadow_torch_py":  # the perfect notebook (and two files it handed in beside it)
+                shutil.rmtree(folder)
+        results, report = grading.grade_all(subs, tmp_path / "ws", chapters=(CH,), quiet=True, feedback=False,
+                                            weak_containment=True)
+    finally:
+        containment.bwrap_problem.cache_clear()
+    assert "Containment: WEAK" in report and "--weak-containment" in report
+    result = results[CH]["shadow_torch_py"]
+    assert result.score == result.max_score > 0, report
+
+
 @pytest.mark.parametrize("code,finding", [
     ("with open('/etc/passwd') as f:\n    f.read()", "reads, writes or lists files (open)"),
     ("import os\nos.listdir('..')", "reads, writes or lists files (os.listdir)"),
     ("from pathlib import Path\nPath('x').read_text()", "reads, writes or lists files"),
     ("import subprocess\nsubprocess.run(['ls'])", "runs a shell command"),
     ("!ls", "runs a shell command (!)"),
+    ("import socket\nsocket.create_connection(('example.org', 80))", "uses the network"),
 ])
 def test_scan_notes_file_and_shell_access(code, finding):
     found = integrity.scan_code(code)
@@ -232,7 +445,7 @@ def test_selfcheck_scores_and_explains_without_hidden_code(tmp_path):
     notebook = tmp_path / "mine.ipynb"
     shutil.copyfile(nbk.REPO / "autograde" / "examples" / "carol" / f"{CH}.ipynb", notebook)
     before = nbk.sha256(notebook)
-    lines, incidents = selfcheck.check(notebook, cell_timeout=30)
+    lines, incidents = selfcheck.check(notebook)  # the course's 60 s per cell: nothing here loops
     assert nbk.sha256(notebook) == before
     lost = {ln.test for ln in lines if ln.score < ln.max_score}
     assert lost == _carol_expectation()

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-import sys
 from time import monotonic
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -28,8 +26,8 @@ class SandboxedExecute(Execute):
     """nbgrader's Execute in a contained kernel, with a notebook time limit, output caps and crash recovery.
 
     - The kernel starts through SandboxKernelManager (autograde.grader.containment),
-      whatever kernelspec the notebook names: fresh empty folder, limits, own
-      uid, the workspace hidden.
+      whatever kernelspec the notebook names: its own namespaces (bubblewrap), a
+      read-only view of the system, interpreter, venv and course, a fresh folder, limits.
     - The whole notebook has `notebook_timeout` seconds; each cell gets
       min(Execute.timeout, what is left); cells past the limit are not run
       and score 0.
@@ -61,22 +59,10 @@ class SandboxedExecute(Execute):
             self.kernel_manager_class = AsyncKernelManager
 
     # -- set-up ---------------------------------------------------------------
-    def _hidden_paths(self) -> list[str]:
-        """The grader's workspace (gradebook, every student's files), or its parts when it holds the kernel's code."""
-        db_url = (getattr(self, "resources", None) or {}).get("nbgrader", {}).get("db_url", "")
-        if not db_url.startswith("sqlite:///"):
-            return []
-        root = Path(db_url[len("sqlite:///"):]).resolve().parent
-        needed = [Path(sys.prefix).resolve(), nbk.REPO / "course"]
-        if any(root == p or root in p.parents for p in needed):
-            return [str(root / n) for n in ("gradebook.db", "submitted", "autograded", "feedback", "source",
-                                            "release", "jobs") if (root / n).exists()]
-        return [str(root)]
-
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
-        if isinstance(km, SandboxKernelManager):
-            km.hide_paths = [*km.hide_paths, *self._hidden_paths()]
+        if isinstance(km, SandboxKernelManager):  # the kernel sees no reference module of a later chapter
+            km.chapter = (getattr(self, "resources", None) or {}).get("nbgrader", {}).get("assignment", "")
         return km
 
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict = None, km=None):
