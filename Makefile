@@ -60,10 +60,15 @@ bench-engine: $(STAMP)
 
 # Students work on copies in .work/lab/: release/ stays as generated, and a
 # chapter already copied is never overwritten (your answers are kept).
+# .jupyter/ is the student-only Jupyter configuration (also used on Binder and in
+# the student edition): nbgrader's Validate stays, its instructor tools are off.
+# LAB_DIR and LAB_ARGS let the tests start JupyterLab exactly this way.
+LAB_DIR ?= .work/lab
 lab: $(STAMP)
-	@mkdir -p .work/lab
-	@for d in release/*/; do n=$$(basename $$d); [ -e .work/lab/$$n ] || { cp -r $$d .work/lab/$$n; echo "copied $$d -> .work/lab/$$n"; }; done
-	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=.work/lab $(if $(filter 0,$(shell id -u)),--allow-root)
+	@mkdir -p "$(LAB_DIR)"
+	@for d in release/*/; do n=$$(basename $$d); [ -e "$(LAB_DIR)/$$n" ] || { cp -r $$d "$(LAB_DIR)/$$n"; echo "copied $$d -> $(LAB_DIR)/$$n"; }; done
+	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
+	  $(BIN)/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir="$(LAB_DIR)" $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 clean:
 	rm -rf .work
