@@ -4,6 +4,11 @@ Everything here works on the course engine's tensors and on torch tensors alike
 (told apart by what they have, never by importing torch): a torch node has
 register_prehook and keeps its saved values in attributes named _saved_*; a
 course node has saved_tensors (ndarrays) and a ctx with plain attributes.
+
+This module imports no reference engine: the student edition of Chapter 2 ships
+it without that chapter's reference (whose topological_order is an exercise).
+Its own walk (_nodes) orders a picture's tens of nodes recursively, which is
+not an answer to that exercise (it asks for a walk with no recursion limit).
 """
 from __future__ import annotations
 
@@ -14,8 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from course.reference.ch02_tape import topological_order  # reads only next_functions: torch nodes too
 
 
 # -- the data model -------------------------------------------------------------
@@ -122,6 +125,29 @@ def _root(output: Any) -> Any:
     return output.grad_fn
 
 
+def _nodes(root: Any) -> list[Any]:
+    """Every node reachable from root (course or torch: only next_functions is read), each before the nodes it
+    has edges to: by decreasing height (the longest path down to a leaf), ties in breadth-first order."""
+    found, queue = {id(root): 0}, [root]
+    for node in queue:  # breadth-first: the queue grows while it is read
+        for child, _ in node.next_functions:
+            if child is not None and id(child) not in found:
+                found[id(child)] = len(queue)
+                queue.append(child)
+    height: dict[int, int] = {}
+
+    def height_of(node: Any) -> int:
+        if id(node) not in height:
+            height[id(node)] = 1 + max((height_of(c) for c, _ in node.next_functions if c is not None), default=-1)
+        return height[id(node)]
+
+    try:
+        height_of(root)
+    except RecursionError:
+        raise ValueError(f"this graph is too deep to draw ({len(queue)} nodes): draw a smaller one") from None
+    return sorted(queue, key=lambda n: (-height[id(n)], found[id(n)]))
+
+
 def _model(nodes: list[Any]) -> Graph:
     index = {id(n): i for i, n in enumerate(nodes)}
     model = []
@@ -135,7 +161,7 @@ def _model(nodes: list[Any]) -> Graph:
 
 def graph(output: Any) -> Graph:
     """The graph recorded behind output (a course Tensor or a torch tensor), as plain data."""
-    return _model(topological_order(_root(output)))
+    return _model(_nodes(_root(output)))
 
 
 # -- the drawing ----------------------------------------------------------------
@@ -320,7 +346,7 @@ def trace(output: Any, gradient: Any = None) -> list[Step]:
     This runs output.backward(gradient) once: afterwards the leaves' .grad are
     filled as after a normal backward (and torch has freed the saved tensors).
     """
-    nodes = topological_order(_root(output))
+    nodes = _nodes(_root(output))
     model = _model(nodes)
     leaves = {i: node.variable for i, node in enumerate(nodes) if getattr(node, "variable", None) is not None}
     before = {i: None if leaf.grad is None else _to_numpy(leaf.grad) for i, leaf in leaves.items()}
