@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PY     := $(BIN)/python
 
-.PHONY: demo test build lab grade selfcheck gradescope bench bench-engine bench-grading clean help
+.PHONY: demo test build lab grade selfcheck gradescope student-edition bench bench-engine bench-grading clean help
 
 help:
 	@echo "make demo   build, autograde the example submissions, print the gradebook"
@@ -16,6 +16,7 @@ help:
 	@echo "make grade SUBMISSIONS=DIR|ZIP [JOBS=2]  grade students' submissions, contained (see autograde/grade --help)"
 	@echo "make selfcheck NB=PATH  grade your own notebook and see what each exercise lost, and why"
 	@echo "make gradescope  export each chapter as a Gradescope autograder zip into .work/gradescope/"
+	@echo "make student-edition CHAPTER=ch03_vjp_rules DEST=DIR  what a class's students may see up to CHAPTER, ready to push"
 	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
 	@echo "make bench-engine  the reference engine against torch on an MLP step (CPU)"
 	@echo "make bench-grading  students per minute at 1 and 2 jobs, and grading overhead over bare execution"
@@ -48,6 +49,11 @@ selfcheck: $(STAMP)
 gradescope: $(STAMP)
 	$(PY) -m autograde.build --if-stale
 	for ch in $$(ls source); do $(PY) -m autograde.grader.gradescope export $$ch .work/gradescope || exit 1; done
+
+student-edition: $(STAMP)
+	@test -n "$(CHAPTER)" -a -n "$(DEST)" || { echo "usage: make student-edition CHAPTER=ch03_vjp_rules DEST=path/to/folder"; exit 2; }
+	$(PY) -m autograde.build --if-stale
+	$(PY) -m autograde.build.edition "$(CHAPTER)" "$(DEST)"
 
 bench: $(STAMP)
 	$(PY) -m autograde.bench.notebooks

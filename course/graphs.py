@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,25 +128,22 @@ def _root(output: Any) -> Any:
 
 def _nodes(root: Any) -> list[Any]:
     """Every node reachable from root (course or torch: only next_functions is read), each before the nodes it
-    has edges to: by decreasing height (the longest path down to a leaf), ties in breadth-first order."""
-    found, queue = {id(root): 0}, [root]
-    for node in queue:  # breadth-first: the queue grows while it is read
-        for child, _ in node.next_functions:
-            if child is not None and id(child) not in found:
-                found[id(child)] = len(queue)
-                queue.append(child)
+    has edges to: by decreasing height (the longest path down to a leaf), ties in the order first met."""
     height: dict[int, int] = {}
+    met: dict[int, tuple[int, Any]] = {}  # id -> (rank in the order first met, node)
 
-    def height_of(node: Any) -> int:
+    def visit(node: Any) -> int:
         if id(node) not in height:
-            height[id(node)] = 1 + max((height_of(c) for c, _ in node.next_functions if c is not None), default=-1)
+            met[id(node)] = (len(met), node)
+            below = [visit(child) for child, _ in node.next_functions if child is not None]
+            height[id(node)] = 1 + max(below, default=-1)
         return height[id(node)]
 
     try:
-        height_of(root)
+        visit(root)
     except RecursionError:
-        raise ValueError(f"this graph is too deep to draw ({len(queue)} nodes): draw a smaller one") from None
-    return sorted(queue, key=lambda n: (-height[id(n)], found[id(n)]))
+        raise ValueError(f"this graph is too deep to draw ({len(met)} nodes or more): draw a smaller one") from None
+    return [node for _, node in sorted(met.values(), key=lambda entry: (-height[id(entry[1])], entry[0]))]
 
 
 def _model(nodes: list[Any]) -> Graph:
@@ -321,22 +319,32 @@ def _torch_backward(output: Any, nodes: list[Any], gradient: Any) -> list[tuple[
 
 
 def _course_backward(output: Any, nodes: list[Any], gradient: Any) -> list[tuple[int, np.ndarray]]:
-    """Run the course engine's backward with each node's apply wrapped; return (index, gradient) in run order."""
+    """Run the course engine's backward and watch it: a profile function sees each node's apply(grad) start.
+    Return (node index, gradient arriving) in run order; the engine and its nodes are left untouched."""
+    index = {id(node): i for i, node in enumerate(nodes)}
     calls: list[tuple[int, np.ndarray]] = []
+    running: dict[int, int] = {}  # node index -> apply frames open (a subclass may call super().apply)
 
-    def recorder_for(i: int, apply: Any) -> Any:
-        def recorder(grad: np.ndarray) -> Any:
-            calls.append((i, _to_numpy(grad)))
-            return apply(grad)
-        return recorder
+    def watch(frame: Any, event: str, arg: Any) -> None:
+        code = frame.f_code
+        if code.co_name != "apply" or event not in ("call", "return") or code.co_argcount < 2:
+            return
+        i = index.get(id(frame.f_locals.get("self")))
+        if i is None:
+            return
+        if event == "call":
+            if not running.get(i):
+                calls.append((i, _to_numpy(frame.f_locals[code.co_varnames[1]])))
+            running[i] = running.get(i, 0) + 1
+        else:
+            running[i] -= 1
 
-    for i, node in enumerate(nodes):
-        node.apply = recorder_for(i, node.apply)  # an instance attribute, shadowing the class's method
+    before = sys.getprofile()
+    sys.setprofile(watch)
     try:
         output.backward(gradient)
     finally:
-        for node in nodes:
-            del node.apply
+        sys.setprofile(before)
     return calls
 
 

@@ -57,7 +57,7 @@ def test_graph_of_the_diamond_agrees_with_torch():
     assert [n.name for n in mine.nodes] == EXPECTED_NAMES
     assert [n.name for n in theirs_.nodes] == EXPECTED_NAMES
     assert [n.edges for n in mine.nodes] == [n.edges for n in theirs_.nodes]
-    assert mine.nodes[4].edges == (6, 5) and mine.nodes[1].edges == (2, 5), "y's sink is shared by Mul and Sub"
+    assert mine.nodes[4].edges == (5, 6) and mine.nodes[1].edges == (2, 6), "y's sink is shared by Mul and Sub"
     for a, b in zip(mine.nodes, theirs_.nodes):
         assert tensor_saves(a) == tensor_saves(b), f"{a.name} saves {a.saved}, torch's saves {b.saved}"
         assert a.leaf_shape == b.leaf_shape
@@ -114,8 +114,8 @@ def test_trace_backward_runs_each_node_once_after_its_parents_and_matches_torch(
             assert order.index(node.index) < order.index(child), f"{node.name} must run before its children"
     last = backward[-1]
     assert np.array_equal(last.grads[0], np.ones(())), "the root receives d(out)/d(out) = 1"
-    np.testing.assert_allclose(last.leaf_grads[6], tx.grad.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(last.leaf_grads[5], ty.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(last.leaf_grads[5], tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(last.leaf_grads[6], ty.grad.numpy(), rtol=1e-12)
     for leaf, expected in zip(leaves, (tx, ty)):
         np.testing.assert_allclose(np.asarray(leaf.grad.numpy()), expected.grad.numpy(), rtol=1e-12)
 
