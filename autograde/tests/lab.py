@@ -55,6 +55,16 @@ class Lab:
     def error_lines(self) -> list[str]:
         return [ln for ln in self.server_log().splitlines() if ERROR_LINE.search(ln)]
 
+    def error_records(self) -> list[str]:
+        """The log's error records (a record: one '[X date ...]' line with the lines that continue it)."""
+        records: list[str] = []
+        for line in self.server_log().splitlines():
+            if line.startswith("[") or not records:
+                records.append(line)
+            else:
+                records[-1] += "\n" + line
+        return [r for r in records if ERROR_LINE.search(r)]
+
     def get(self, path: str, timeout: float = 60.0) -> tuple[int, str]:
         """(HTTP status, body) of GET path, authenticated with the token; redirects are not followed."""
         request = urllib.request.Request(self.url + path, headers={"Authorization": f"token {self.token}"})
