@@ -113,7 +113,7 @@ def _commit() -> str | None:
 def readme(chapters: tuple[str, ...]) -> str:
     """The students' README: how to start (Binder or a local install), work, validate and hand in."""
     first = f"notebooks/{chapters[0]}/{chapters[0]}.ipynb"
-    rows = "".join(f"| {k}. {title(ch)} | `notebooks/{ch}/{ch}.ipynb` |\n" for k, ch in enumerate(chapters, 1))
+    rows = "".join(f"| {title(ch)} | `notebooks/{ch}/{ch}.ipynb` |\n" for ch in chapters)
     links = "".join(f"  - chapter {k}: `https://mybinder.org/v2/gh/ORG/REPO/BRANCH?urlpath=lab/tree/notebooks/{ch}/{ch}.ipynb`\n"
                     for k, ch in enumerate(chapters, 1))
     return f"""# Autograd from scratch: the notebooks
@@ -140,11 +140,11 @@ your notebook (File > Download) before you stop. Each chapter's link:
 
     python3 -m venv .venv
     .venv/bin/pip install --extra-index-url {CPU_INDEX} -c constraints.txt -e .
-    JUPYTER_CONFIG_PATH="$PWD/.jupyter" .venv/bin/jupyter lab notebooks
+    JUPYTER_CONFIG_PATH="$PWD/.jupyter" .venv/bin/jupyter lab --notebook-dir=notebooks
 
 then open the URL it prints, and stop it with Ctrl+C. (On Windows:
 `.venv\\Scripts\\pip ...`, then `set JUPYTER_CONFIG_PATH=%cd%\\.jupyter` and
-`.venv\\Scripts\\jupyter lab notebooks`.) `.jupyter/` is the course's Jupyter
+`.venv\\Scripts\\jupyter lab --notebook-dir=notebooks`.) `.jupyter/` is the course's Jupyter
 configuration: it keeps nbgrader's Validate button and leaves out its
 instructor tools.
 
