@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PY     := $(BIN)/python
 
-.PHONY: demo test build lab grade selfcheck gradescope student-edition bench bench-engine bench-grading clean help
+.PHONY: demo test build lab grade selfcheck gradescope bench bench-engine bench-grading clean help
 
 help:
 	@echo "make demo   build, autograde the example submissions, print the gradebook"
@@ -50,6 +50,7 @@ gradescope: $(STAMP)
 	$(PY) -m autograde.build --if-stale
 	for ch in $$(ls source); do $(PY) -m autograde.grader.gradescope export $$ch .work/gradescope || exit 1; done
 
+.PHONY: student-edition
 student-edition: $(STAMP)
 	@test -n "$(CHAPTER)" -a -n "$(DEST)" || { echo "usage: make student-edition CHAPTER=ch03_vjp_rules DEST=path/to/folder"; exit 2; }
 	$(PY) -m autograde.build --if-stale
