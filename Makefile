@@ -32,6 +32,7 @@ help:
 	@echo "make grade SUBMISSIONS=DIR|ZIP [JOBS=2] [WEAK=1]  grade students' submissions, contained (see autograde/grade --help)"
 	@echo "make selfcheck NB=PATH [WEAK=1]  grade your own notebook and see what each exercise lost, and why"
 	@echo "make gradescope  export each chapter as a Gradescope autograder zip into .work/gradescope/"
+	@echo "make student-edition CHAPTER=ch03_vjp_rules DEST=DIR  what a class's students may see up to CHAPTER, ready to push"
 	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
 	@echo "make bench-engine  the reference engine against torch on an MLP step (CPU)"
 	@echo "make bench-grading  students per minute at 1 and 2 jobs, and grading overhead over bare execution"
@@ -109,6 +110,12 @@ gradescope: $(STAMP)
 	$(PY) -m autograde.build --if-stale
 	for ch in $$(ls source); do $(PY) -m autograde.grader.gradescope export $$ch .work/gradescope $(if $(WEAK),--weak-containment) || exit 1; done
 
+.PHONY: student-edition
+student-edition: $(STAMP)
+	@test -n "$(CHAPTER)" -a -n "$(DEST)" || { echo "usage: make student-edition CHAPTER=ch03_vjp_rules DEST=path/to/folder"; exit 2; }
+	$(PY) -m autograde.build --if-stale
+	$(PY) -m autograde.build.edition "$(CHAPTER)" "$(DEST)"
+
 bench: $(STAMP)
 	$(PY) -m autograde.bench.notebooks
 
@@ -120,10 +127,15 @@ bench-engine: $(STAMP)
 
 # Students work on copies in .work/lab/: release/ stays as generated, and a
 # chapter already copied is never overwritten (your answers are kept).
+# .jupyter/ is the student-only Jupyter configuration (also used on Binder and in
+# the student edition): nbgrader's Validate stays, its instructor tools are off.
+# LAB_DIR and LAB_ARGS let the tests start JupyterLab exactly this way.
+LAB_DIR ?= .work/lab
 lab: $(STAMP)
-	@mkdir -p .work/lab
-	@for d in release/*/; do n=$$(basename $$d); [ -e .work/lab/$$n ] || { cp -r $$d .work/lab/$$n; echo "copied $$d -> .work/lab/$$n"; }; done
-	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir=.work/lab $(if $(filter 0,$(shell id -u)),--allow-root)
+	@mkdir -p "$(LAB_DIR)"
+	@for d in release/*/; do n=$$(basename $$d); [ -e "$(LAB_DIR)/$$n" ] || { cp -r $$d "$(LAB_DIR)/$$n"; echo "copied $$d -> $(LAB_DIR)/$$n"; }; done
+	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
+	  $(BIN)/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir="$(LAB_DIR)" $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 clean:
 	rm -rf .work

@@ -2,17 +2,28 @@
 
 Every helper raises AssertionError (never prints to stderr, which nbgrader would
 score as a failure) with a message that says what was checked, what was
-expected, what was got, and where. The helpers set __tracebackhide__, so
-IPython shows the failing line of the test cell, not the helper's own frames.
+expected, what was got, and where. The helpers set __tracebackhide__, and the
+error they raise renders its own traceback in IPython (_render_traceback_)
+without the frames that set it: a student sees the failing line of the test
+cell and the message, not this module's code. (IPython alone would still show
+the innermost frame, the helper's raise statement.)
 A visible test ends with passed(...): one line that says it passed.
+
+A demo cell that runs the student's code wraps it in `with needs("exercise 3, Dual"):`:
+while that exercise still raises NotImplementedError, the cell says so in one
+line instead of a traceback (the cell still counts as an error, so Run All stops there).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import traceback
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-__all__ = ["to_numpy", "check_close", "check_shape", "check_equal", "check_raises", "check_choice", "passed"]
+__all__ = ["to_numpy", "failure", "check_close", "check_shape", "check_equal", "check_raises", "check_choice", "passed",
+           "needs", "NotAnsweredYet"]
 
 
 def to_numpy(value: Any) -> np.ndarray:
@@ -29,13 +40,46 @@ def _fmt(x: Any) -> str:
     return repr(x)
 
 
+def _without_hidden_frames(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback tb less the frames of functions that set __tracebackhide__ = True (these helpers)."""
+    kept = []
+    while tb is not None:
+        if tb.tb_frame.f_locals.get("__tracebackhide__") is not True:
+            kept.append(tb)
+        tb = tb.tb_next
+    out = None
+    for frame in reversed(kept):
+        out = TracebackType(out, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return out
+
+
+def _render_without_helpers(error: BaseException) -> list[str]:
+    """error's traceback as IPython would show it, without the helpers' frames (IPython's _render_traceback_)."""
+    tb = _without_hidden_frames(error.__traceback__)
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    if shell is None:
+        return traceback.format_exception(type(error), error, tb)
+    return shell.InteractiveTB.structured_traceback(type(error), error, tb)
+
+
+def failure(message: str) -> AssertionError:
+    """An AssertionError with message whose traceback, in IPython, leaves out every helper's frame."""
+    error = AssertionError(message)
+    error._render_traceback_ = lambda: _render_without_helpers(error)  # type: ignore[attr-defined]
+    return error
+
+
 def check_shape(name: str, got: Any, expected_shape: tuple[int, ...]) -> None:
     """Assert that got has exactly expected_shape."""
     __tracebackhide__ = True
     shape = tuple(to_numpy(got).shape)
-    assert shape == tuple(expected_shape), (
-        f"{name} has the wrong shape: got {shape}, expected {tuple(expected_shape)}"
-    )
+    if shape != tuple(expected_shape):
+        raise failure(f"{name} has the wrong shape: got {shape}, expected {tuple(expected_shape)}")
 
 
 def check_close(name: str, got: Any, expected: Any, *, rtol: float = 1e-7, atol: float = 1e-9,
@@ -46,18 +90,19 @@ def check_close(name: str, got: Any, expected: Any, *, rtol: float = 1e-7, atol:
     (torch, the worked example, the formula...).
     """
     __tracebackhide__ = True
-    assert got is not None, f"{name} is None: did the function return its result?"
+    if got is None:
+        raise failure(f"{name} is None: did the function return its result?")
     g = to_numpy(got)
     e = to_numpy(expected)
     if g.dtype == object:
-        raise AssertionError(f"{name} should be numbers, got {type(got).__name__}: {got!r:.200}")
+        raise failure(f"{name} should be numbers, got {type(got).__name__}: {got!r:.200}")
     check_shape(name, g, e.shape)
     g = g.astype(np.float64)
     e = e.astype(np.float64)
     if np.isnan(g).any() and not np.isnan(e).any():
         bad = tuple(int(i) for i in np.argwhere(np.isnan(g))[0])
         where = f" at index {bad}" if g.ndim else ""
-        raise AssertionError(f"{name} is NaN{where}, expected {_fmt(e[bad])} from {against}")
+        raise failure(f"{name} is NaN{where}, expected {_fmt(e[bad])} from {against}")
     close = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
     if close.all():
         return
@@ -65,7 +110,7 @@ def check_close(name: str, got: Any, expected: Any, *, rtol: float = 1e-7, atol:
     first = tuple(int(i) for i in bad_idx[0])
     where = f" at index {first}" if g.ndim else ""
     more = f" ({len(bad_idx)} of {g.size} entries differ)" if g.size > 1 else ""
-    raise AssertionError(
+    raise failure(
         f"{name} differs from {against}{where}: got {_fmt(g[first])}, expected {_fmt(e[first])}"
         f"{more}; tolerance atol={atol:g}, rtol={rtol:g}"
     )
@@ -74,7 +119,8 @@ def check_close(name: str, got: Any, expected: Any, *, rtol: float = 1e-7, atol:
 def check_equal(name: str, got: Any, expected: Any) -> None:
     """Assert got == expected for plain values (ints, strings, tuples, dicts)."""
     __tracebackhide__ = True
-    assert got == expected, f"{name}: got {got!r}, expected {expected!r}"
+    if not got == expected:
+        raise failure(f"{name}: got {got!r}, expected {expected!r}")
 
 
 def check_raises(name: str, exc_type: type[BaseException] | tuple[type[BaseException], ...],
@@ -87,19 +133,58 @@ def check_raises(name: str, exc_type: type[BaseException] | tuple[type[BaseExcep
         return exc
     except Exception as exc:  # noqa: BLE001 - we report whatever else happened
         expected = exc_type.__name__ if isinstance(exc_type, type) else " or ".join(t.__name__ for t in exc_type)
-        raise AssertionError(f"{name} should raise {expected}, but raised {type(exc).__name__}: {exc}") from None
+        raise failure(f"{name} should raise {expected}, but raised {type(exc).__name__}: {exc}") from None
     expected = exc_type.__name__ if isinstance(exc_type, type) else " or ".join(t.__name__ for t in exc_type)
-    raise AssertionError(f"{name} should raise {expected}, but returned {result!r:.200}")
+    raise failure(f"{name} should raise {expected}, but returned {result!r:.200}")
 
 
 def check_choice(name: str, answer: Any, choices: str) -> None:
     """Assert a multiple-choice answer is one of the letters in choices (e.g. "abcd")."""
     __tracebackhide__ = True
-    assert isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip().lower() in choices, (
-        f"{name} should be one letter out of {', '.join(repr(c) for c in choices)}; got {answer!r}"
-    )
+    if not (isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip().lower() in choices):
+        raise failure(f"{name} should be one letter out of {', '.join(repr(c) for c in choices)}; got {answer!r}")
 
 
 def passed(what: str) -> None:
     """Say in one line that the visible checks of `what` passed (and that grading adds hidden ones)."""
     print(f"Visible checks of {what} passed. (When graded, hidden tests also compare it with PyTorch.)")
+
+
+class NotAnsweredYet(NotImplementedError):
+    """An exercise that a demo cell needs still raises NotImplementedError; IPython shows this in one line."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook for an exception's own traceback: the message alone, no frames."""
+        return [f"{type(self).__name__}: {self}"]
+
+
+def _raised_in(tb: TracebackType | None) -> str:
+    """The qualified name of the function in which a traceback ends (where the error was raised)."""
+    if tb is None:
+        return "?"
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return getattr(code, "co_qualname", code.co_name)
+
+
+@contextmanager
+def needs(exercise: str = "") -> Iterator[None]:
+    """Run a demo cell's code; if an unanswered exercise raises NotImplementedError, say which in one line.
+
+        with needs("exercise 3, Dual"):
+            print(Dual(1.0, 2.0) * Dual(3.0, 4.0))
+
+    The function that raised is named too (Dual.__mul__); without `exercise` it alone is named.
+    """
+    __tracebackhide__ = True
+    try:
+        yield
+    except NotAnsweredYet:
+        raise
+    except NotImplementedError as error:
+        function = _raised_in(error.__traceback__)
+        detail = f" ({error})" if str(error) else ""
+        what = f"{exercise}: {function} still raises" if exercise else f"{function}, which still raises"
+        raise NotAnsweredYet(f"this cell needs {what} NotImplementedError{detail}. "
+                             "Write it, run its cell, then run this cell again.") from None

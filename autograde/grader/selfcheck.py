@@ -6,8 +6,12 @@ The notebook is copied (never changed) into a scratch nbgrader workspace and
 autograded there with the course's configuration: the same contained kernel,
 hidden tests and limits as for grading. For each exercise it prints the
 points and, when points were lost, the message of the check that failed
-(course.checking says what was expected and what your code gave). The code of
+(course.checking says what was expected and what your code gave), or "not
+attempted yet" when its answer cells are still the release's stubs. The code of
 the hidden tests is never printed: only the error's type and message.
+
+Exit status: 0 when the notebook was graded (lost points are not an error), 2
+when it could not be (not a notebook of a chapter, nbgrader failed).
 """
 from __future__ import annotations
 
@@ -22,9 +26,11 @@ from autograde.grader import command as grading
 from autograde.grader import incidents as integrity
 from autograde import notebook as nbk
 from autograde.grader.secrets import scrub
+from autograde.paths import release_path
 from autograde.grader.workspace import NbgraderError, Workspace
 
 STUDENT = "me"
+NOT_ATTEMPTED = "not attempted yet"
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,18 @@ class Line:
     score: float
     max_score: float
     message: str
+    attempted: bool = True
+
+
+def _normalised(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().split("\n"))
+
+
+def untouched_answers(nb, release) -> set[str]:
+    """grade_ids of the answer cells of nb that are still exactly the release's stub (trailing spaces aside)."""
+    stubs = {nbk.grade_id(c): _normalised(c.source) for c in release.cells if nbk.is_solution(c)}
+    return {nbk.grade_id(c) for c in nb.cells
+            if nbk.is_solution(c) and stubs.get(nbk.grade_id(c)) == _normalised(c.source)}
 
 
 def messages(nb, chapter: str) -> dict[str, str]:
@@ -81,15 +99,22 @@ def check(path: Path, chapter: str | None = None, cell_timeout: int = grading.CE
         scores = ws.cell_scores(chapter)[STUDENT]
         graded = nbk.read(ws.root / "autograded" / STUDENT / chapter / f"{chapter}.ipynb")
     said = messages(graded, chapter)
+    untouched = untouched_answers(nbk.read(Path(path)), nbk.read(release_path(chapter)))
+    answers_of = nbk.exercises(graded)
     owner, current = {}, chapter
     for cell in graded.cells:
         if nbk.is_solution(cell):
             current = nbk.grade_id(cell)
         elif nbk.is_test(cell):
             owner[nbk.grade_id(cell)] = current
-    lines = [Line(owner.get(gid, chapter), gid, s.score, s.max_score,
-                  "ok" if s.score == s.max_score else said.get(gid, "no points (no message)"))
-             for gid, s in scores.items()]
+    lines = []
+    for gid, s in scores.items():
+        attempted = not answers_of.get(gid) or not set(answers_of[gid]) <= untouched
+        if s.score == s.max_score:
+            message = "ok"
+        else:
+            message = said.get(gid, "no points (no message)") if attempted else NOT_ATTEMPTED
+        lines.append(Line(owner.get(gid, chapter), gid, s.score, s.max_score, message, attempted))
     order = {nbk.grade_id(c): i for i, c in enumerate(graded.cells)}
     return sorted(lines, key=lambda ln: order.get(ln.test, 0)), integrity.stored(graded)
 
@@ -103,7 +128,9 @@ def format_report(lines: list[Line], incidents: list[integrity.Incident]) -> str
             last = ln.exercise
         out.append(f"  {ln.test:32} {ln.score:g} / {ln.max_score:g}   {ln.message}")
     got, total = sum(ln.score for ln in lines), sum(ln.max_score for ln in lines)
-    out.append(f"\nTotal: {got:g} / {total:g}")
+    waiting = len({ln.exercise for ln in lines if not ln.attempted})
+    todo = f" ({waiting} exercise{'s' if waiting != 1 else ''} not attempted yet)" if waiting else ""
+    out.append(f"\nTotal: {got:g} / {total:g}{todo}")
     if incidents:
         out.append("\nThe grader also noted:")
         out += [f"  - {inc.words()}" for inc in incidents]
@@ -126,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     print(format_report(lines, incidents))
-    return 0 if all(ln.score == ln.max_score for ln in lines) else 1
+    return 0  # graded: lost points are the report's news, not an error
 
 
 if __name__ == "__main__":

@@ -442,22 +442,45 @@ def test_selfcheck_scores_and_explains_without_hidden_code(tmp_path):
 
     from .test_products import _hidden_lines
 
+    # carol's notebook, with one exercise she gets wrong put back to its release stub ("not attempted yet")
+    nb = nbk.read(nbk.REPO / "autograde" / "examples" / "carol" / f"{CH}.ipynb")
+    release = nbk.read(nbk.REPO / "release" / CH / f"{CH}.ipynb")
+    tests_of = nbk.tests_of(release)
+    expected_lost = _carol_expectation()
+    stub = next(c for c in release.cells if nbk.is_solution(c) and set(tests_of.get(nbk.grade_id(c), ())) and
+                set(tests_of[nbk.grade_id(c)]) <= expected_lost)
+    next(c for c in nb.cells if nbk.grade_id(c) == nbk.grade_id(stub)).source = stub.source
+    untried = set(tests_of[nbk.grade_id(stub)])
     notebook = tmp_path / "mine.ipynb"
-    shutil.copyfile(nbk.REPO / "autograde" / "examples" / "carol" / f"{CH}.ipynb", notebook)
+    nbk.write(nb, notebook)
     before = nbk.sha256(notebook)
     lines, incidents = selfcheck.check(notebook)  # the course's 60 s per cell: nothing here loops
     assert nbk.sha256(notebook) == before
     lost = {ln.test for ln in lines if ln.score < ln.max_score}
-    assert lost == _carol_expectation()
+    assert lost == expected_lost
     for ln in lines:
-        if ln.test in lost:
-            assert ln.score == 0 and ln.message != "ok" and ":" in ln.message, ln
+        if ln.test in untried:
+            assert ln.score == 0 and ln.message == selfcheck.NOT_ATTEMPTED and not ln.attempted, ln
+        elif ln.test in lost:
+            assert ln.score == 0 and ln.message != "ok" and ":" in ln.message and ln.attempted, ln
         else:
             assert ln.message == "ok"
     report = selfcheck.format_report(lines, incidents)
     leaked = [h for h in _hidden_lines(CH) if h in report]
     assert not leaked, leaked[:3]
-    assert "Total: " in report and not incidents
+    assert "Total: " in report and "(1 exercise not attempted yet)" in report and not incidents
+
+
+def test_selfcheck_exits_0_when_grading_worked_and_2_when_it_could_not(tmp_path, monkeypatch, capsys):
+    from autograde.grader import selfcheck
+
+    lost = [selfcheck.Line("dual", "test_dual_arithmetic", 0, 2, "AssertionError: Dual(1, 2) - 3 differs")]
+    monkeypatch.setattr(selfcheck, "check", lambda *args, **kwargs: (lost, []))
+    assert selfcheck.main([str(tmp_path / "mine.ipynb")]) == 0, "lost points are not an error"
+    assert "0 / 2" in capsys.readouterr().out
+    monkeypatch.undo()
+    (tmp_path / "notes.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    assert selfcheck.main([str(tmp_path / "notes.ipynb")]) == 2
 
 
 def test_gradescope_export_runs_in_a_simulated_autograder(tmp_path):

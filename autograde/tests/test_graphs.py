@@ -1,6 +1,8 @@
 """course.graphs: the graph model, the drawing, the trace and the step-through, on both engines."""
 from __future__ import annotations
 
+import html
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -9,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.text import Annotation, Text  # noqa: E402
 
 from course import graphs  # noqa: E402
@@ -57,7 +60,7 @@ def test_graph_of_the_diamond_agrees_with_torch():
     assert [n.name for n in mine.nodes] == EXPECTED_NAMES
     assert [n.name for n in theirs_.nodes] == EXPECTED_NAMES
     assert [n.edges for n in mine.nodes] == [n.edges for n in theirs_.nodes]
-    assert mine.nodes[4].edges == (6, 5) and mine.nodes[1].edges == (2, 5), "y's sink is shared by Mul and Sub"
+    assert mine.nodes[4].edges == (5, 6) and mine.nodes[1].edges == (2, 6), "y's sink is shared by Mul and Sub"
     for a, b in zip(mine.nodes, theirs_.nodes):
         assert tensor_saves(a) == tensor_saves(b), f"{a.name} saves {a.saved}, torch's saves {b.saved}"
         assert a.leaf_shape == b.leaf_shape
@@ -114,8 +117,8 @@ def test_trace_backward_runs_each_node_once_after_its_parents_and_matches_torch(
             assert order.index(node.index) < order.index(child), f"{node.name} must run before its children"
     last = backward[-1]
     assert np.array_equal(last.grads[0], np.ones(())), "the root receives d(out)/d(out) = 1"
-    np.testing.assert_allclose(last.leaf_grads[6], tx.grad.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(last.leaf_grads[5], ty.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(last.leaf_grads[5], tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(last.leaf_grads[6], ty.grad.numpy(), rtol=1e-12)
     for leaf, expected in zip(leaves, (tx, ty)):
         np.testing.assert_allclose(np.asarray(leaf.grad.numpy()), expected.grad.numpy(), rtol=1e-12)
 
@@ -164,7 +167,9 @@ def test_step_through_shows_no_gradient_first_and_the_leaves_gradients_last(make
 
     out, leaves = diamond(make)
     box = graphs.step_through(out)
-    controls, view = box.children
+    caption, controls, view = box.children
+    engine = "PyTorch" if make is theirs else "this notebook's engine"
+    assert caption.value == f"<b>{html.escape('Recorded by ' + engine)}</b>"
     previous, following, slider = controls.children
     assert isinstance(slider, widgets.IntSlider) and slider.max == 13
     first = view.value
@@ -178,4 +183,46 @@ def test_step_through_shows_no_gradient_first_and_the_leaves_gradients_last(make
     last = view.value
     assert "Backward 7/7" in last and ".grad None" not in last and "<img" in last
     x_grad = np.asarray(leaves[0].grad.numpy() if hasattr(leaves[0].grad, "numpy") else leaves[0].grad)
-    assert f".grad = (3, 4) [{x_grad.ravel()[0]:.4g}," in last
+    assert f".grad = [{x_grad.ravel()[0]:.4g}," in last
+
+
+@pytest.mark.parametrize("make", [ours, theirs], ids=["course", "torch"])
+def test_leaves_are_named_by_the_callers_variables_or_by_names(make):
+    x, w = make(np.ones(3)), make(np.full(3, 2.0))
+    loss = (x * w).sum()
+    model = graphs.graph(loss)
+    leaves = {n.leaf_name: n for n in model.nodes if n.leaf_shape is not None}
+    assert set(leaves) == {"x", "w"} and leaves["x"].label().split("\n")[1] == "leaf x (3,)"
+    assert leaves["w"].title() == "AccumulateGrad (w)"
+    named = graphs.graph(loss, names={"weight": w})
+    assert sorted(str(n.leaf_name) for n in named.nodes if n.leaf_shape is not None) == ["None", "weight"]
+    anonymous = graphs.graph((make(np.ones(2)) * 3.0).sum())
+    assert [n.label().split("\n")[1] for n in anonymous.nodes if n.leaf_shape is not None] == ["leaf (2,)"]
+    steps = graphs.trace(loss)
+    assert any("AccumulateGrad (x)" in step.title for step in steps)
+    assert "x.grad = [2, 2, 2]" in graphs.step_html(steps[-1], picture=False)
+
+
+def test_step_picture_text_is_readable_at_100_percent_zoom():
+    """The step-through's PNG is shown at its own size: every line of text at least 12 pixels high (JupyterLab's
+    code is 13), where draw_graph's pictures at matplotlib's 8 points and 80 dpi were 9."""
+    x, w = ours(np.ones(3)), ours(np.full(3, 2.0))
+    step = graphs.trace((x * w).exp().sum())[-1]
+    figure = graphs.step_figure(step)
+    FigureCanvasAgg(figure)
+    renderer = figure.canvas.get_renderer()
+    assert figure.dpi == graphs.STEP_DPI
+    heights = [t.get_window_extent(renderer).height / (t.get_text().count("\n") + 1)
+               for t in figure.axes[0].texts if t.get_text()]
+    assert heights and min(heights) >= 12, f"text lines {min(heights):.1f} pixels high"
+    assert '<img style="max-width:none"' in graphs.step_html(step)
+
+
+def test_the_table_stands_beside_the_picture():
+    x = ours(np.ones(2))
+    html = graphs.step_html(graphs.trace((x * x).sum())[-1])
+    row = html.index('display:flex')
+    assert row < html.index("<img") < html.index("<table"), "picture then table, in one flex row"
+    assert "flex-wrap:wrap" not in html and "overflow-x:auto" in html
+    assert "saved for backward" not in html, "the picture's boxes show the saves; the table stays narrow"
+    assert "saved for backward" in graphs.step_html(graphs.trace((ours(np.ones(2)) * 2.0).sum())[-1], picture=False)

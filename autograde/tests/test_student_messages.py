@@ -1,0 +1,81 @@
+"""What a student reads in a real kernel: one line for a pass, a failing check's message without the helper's
+frames, and one line naming the unanswered exercise a demo cell needs (course.checking)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograde.paths import REPO
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+CELLS = {
+    "imports": "import numpy as np\nfrom course.checking import check_close, check_raises, needs, passed",
+    "close": "check_close('f(2)', 1.0, 2.0, against='the worked example')",
+    "shape": "check_close('grad', np.zeros(3), np.zeros((2, 3)))",  # check_close -> check_shape: two helper frames
+    "raises": "check_raises('f(-1)', ValueError, lambda: 1.0)",
+    "stubs": ("def central_difference(f, x, h=1e-6):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\n\n"
+              "class Dual:\n    def __mul__(self, other):\n        # YOUR CODE HERE\n        raise NotImplementedError()"),
+    "needs_function": "with needs('exercise 1, central_difference'):\n    print(central_difference(np.sin, 1.0))",
+    "needs_method": "with needs():\n    Dual() * Dual()",
+    "needs_message": "with needs('exercise 5'):\n    raise NotImplementedError('no rule for op pow')",
+    "needs_other_error": "with needs('exercise 1'):\n    int('x')",
+    "needs_answered": "with needs('exercise 1'):\n    print('ran')\nprint('after')",
+    "passed": "passed('central_difference')",
+}
+
+
+@pytest.fixture(scope="module")
+def outputs() -> dict[str, list]:
+    """Run CELLS in a fresh kernel (the course installed as for a student); per cell, its outputs."""
+    nb = new_notebook(cells=[new_code_cell(src) for src in CELLS.values()])
+    NotebookClient(nb, timeout=120, startup_timeout=180, allow_errors=True, kernel_name="python3",
+                   resources={"metadata": {"path": str(REPO)}}).execute()
+    return {name: cell.outputs for name, cell in zip(CELLS, nb.cells)}
+
+
+def error_of(outputs: dict[str, list], name: str):
+    errors = [o for o in outputs[name] if o.output_type == "error"]
+    assert len(errors) == 1, f"cell {name}: expected one error, got {outputs[name]}"
+    return errors[0], ANSI.sub("", "\n".join(errors[0].traceback))
+
+
+@pytest.mark.parametrize("name, message", [
+    ("close", "f(2) differs from the worked example: got 1, expected 2"),
+    ("shape", "grad has the wrong shape: got (3,), expected (2, 3)"),
+    ("raises", "f(-1) should raise ValueError, but returned 1.0"),
+])
+def test_a_failing_check_shows_its_message_and_the_cells_line_not_the_helpers_frames(outputs, name, message):
+    error, shown = error_of(outputs, name)
+    assert error.ename == "AssertionError" and message in error.evalue
+    assert f"AssertionError: {message}" in shown
+    assert CELLS[name] in shown, f"the failing line of the cell is not shown:\n{shown}"
+    assert "checking.py" not in shown and "__tracebackhide__" not in shown, f"helper frames shown:\n{shown}"
+    assert "skipping hidden" not in shown
+
+
+def test_a_demo_cell_names_the_unanswered_exercise_in_one_line(outputs):
+    error, shown = error_of(outputs, "needs_function")
+    assert error.ename == "NotAnsweredYet" and len(error.traceback) == 1, error.traceback
+    assert shown == ("NotAnsweredYet: this cell needs exercise 1, central_difference: central_difference still "
+                     "raises NotImplementedError. Write it, run its cell, then run this cell again.")
+    assert not [o for o in outputs["needs_function"] if o.output_type == "stream"], "the cell stopped at the stub"
+    _, method = error_of(outputs, "needs_method")
+    assert method.startswith("NotAnsweredYet: this cell needs Dual.__mul__, which still raises") and "\n" not in method
+    _, message = error_of(outputs, "needs_message")
+    assert "needs exercise 5: <module> still raises NotImplementedError (no rule for op pow)" in message
+
+
+def test_needs_leaves_other_errors_and_answered_exercises_alone(outputs):
+    error, shown = error_of(outputs, "needs_other_error")
+    assert error.ename == "ValueError" and "int('x')" in shown and "Traceback" in shown
+    assert [o.text for o in outputs["needs_answered"]] == ["ran\nafter\n"]
+
+
+def test_a_passing_visible_test_says_so_in_one_line(outputs):
+    streams = outputs["passed"]
+    assert len(streams) == 1 and streams[0].name == "stdout", streams
+    assert streams[0].text.count("\n") == 1 and "central_difference passed" in streams[0].text
