@@ -28,7 +28,7 @@ help:
 	@echo "make demo   build, autograde the example submissions, print the gradebook"
 	@echo "make test   the whole test suite"
 	@echo "make build  regenerate release/, solutions/, course/reference/, autograde/examples/"
-	@echo "make lab    JupyterLab on your copies of the student notebooks (.work/lab/), on 127.0.0.1"
+	@echo "make lab [SOLUTIONS=1]  JupyterLab on your copies of the student notebooks (.work/lab/), on 127.0.0.1; SOLUTIONS=1 adds the solutions"
 	@echo "make grade SUBMISSIONS=DIR|ZIP [JOBS=2] [WEAK=1]  grade students' submissions, contained (see autograde/grade --help)"
 	@echo "make selfcheck NB=PATH [WEAK=1]  grade your own notebook and see what each exercise lost, and why"
 	@echo "make gradescope  export each chapter as a Gradescope autograder zip into .work/gradescope/"
@@ -134,6 +134,7 @@ LAB_DIR ?= .work/lab
 lab: $(STAMP)
 	@mkdir -p "$(LAB_DIR)"
 	@for d in release/*/; do n=$$(basename $$d); [ -e "$(LAB_DIR)/$$n" ] || { cp -r $$d "$(LAB_DIR)/$$n"; echo "copied $$d -> $(LAB_DIR)/$$n"; }; done
+	@$(if $(SOLUTIONS),rm -rf "$(LAB_DIR)/solutions" && cp -r solutions "$(LAB_DIR)/solutions" && echo "solutions -> $(LAB_DIR)/solutions (a fresh copy each time)",:)
 	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	  $(BIN)/jupyter lab --ip=127.0.0.1 --no-browser --notebook-dir="$(LAB_DIR)" $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
