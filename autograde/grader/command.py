@@ -50,6 +50,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm import tqdm
+
 from course import CHAPTERS
 from autograde.grader import containment
 from autograde.grader import incidents as integrity
@@ -241,15 +243,19 @@ def collect(source: Path, chapters: tuple[str, ...], scratch: Path) -> dict[str,
 
 # -- grading ---------------------------------------------------------------
 class Progress:
-    """A plain-text progress line on stderr, fed by counting 'Autograding' lines in the job logs."""
+    """tqdm's progress bar on stderr for one chapter, advanced by the 'Autograding' lines nbgrader writes to each
+    job's log (nbgrader reports no progress of its own; the jobs run in other processes)."""
 
     def __init__(self, label: str, total: int, logs: list[Path], quiet: bool = False) -> None:
-        self.label, self.total, self.logs, self.quiet = label, total, logs, quiet
-        self.t0 = time.perf_counter()
+        self.total, self.logs = total, logs
+        # mininterval: in a log file (no terminal) one line per change, not a redraw every 0.1 s
+        self.bar = tqdm(total=total, desc=f"[{label}]", unit="student", file=sys.stderr, disable=quiet,
+                        mininterval=0.5 if sys.stderr.isatty() else 5.0, dynamic_ncols=True)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def count(self) -> int:
+        """Students whose grading has started, in all jobs."""
         done = 0
         for log in self.logs:
             try:
@@ -258,24 +264,14 @@ class Progress:
                 pass
         return done
 
-    def _show(self, started: int, final: bool = False) -> None:
-        if self.quiet:
-            return
-        width = 30
-        shown = self.total if final else max(0, started - 1)
-        if not sys.stderr.isatty():  # a log file: one line per change, no carriage returns
-            if shown != getattr(self, "_last", None) and (final or shown < self.total):
-                self._last = shown
-                print(f"[{self.label}] {shown}/{self.total} students graded, {time.perf_counter() - self.t0:.0f} s",
-                      file=sys.stderr, flush=True)
-            return
-        filled = int(width * shown / max(self.total, 1))
-        print(f"\r[{self.label}] [{'#' * filled}{'.' * (width - filled)}] {shown}/{self.total} students "
-              f"{time.perf_counter() - self.t0:5.0f} s", end="\n" if final else "", file=sys.stderr, flush=True)
+    def _show(self, finished: int) -> None:
+        finished = min(finished, self.total)
+        if finished > self.bar.n:
+            self.bar.update(finished - self.bar.n)
 
     def _run(self) -> None:
         while not self._stop.wait(1.0):
-            self._show(self.count())
+            self._show(max(0, self.count() - 1))  # the one being graded now is not finished
 
     def __enter__(self) -> "Progress":
         self._thread.start()
@@ -284,7 +280,8 @@ class Progress:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self._show(self.total, final=True)
+        self._show(self.total)
+        self.bar.close()
 
 
 def _autograde_job(ws: Workspace, chapter: str, timeout: float) -> str | None:
