@@ -1,0 +1,59 @@
+"""A class that handed in chapters 1-3 before they took their present form must still be gradable.
+
+legacy/<chapter>.ipynb is a complete submission (example student alice) made from the first release of each
+chapter (commit 90e4829), before the fair-grading form split and renamed test cells. Every answer cell's grade_id of
+that release must still exist in the source, every test cell's grade_id must exist or be listed as retired, and
+grading it gives no tampering incident.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograde import notebook as nbk
+from autograde.grader import command as grading
+
+LEGACY = Path(__file__).parent / "legacy"
+CHAPTERS = sorted(p.stem for p in LEGACY.glob("*.ipynb"))
+STUDENT = "alice_2026"
+
+
+def _ids(nb, test: bool) -> set[str]:
+    """grade_ids of the test cells (test=True) or of the answer cells (solution=True, concept checks included)."""
+    return {nbk.grade_id(c) for c in nb.cells if (nbk.is_test(c) if test else nbk.is_solution(c))}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_old_grade_ids_still_known(chapter):
+    old = nbk.read(LEGACY / f"{chapter}.ipynb")
+    source = nbk.read(nbk.REPO / "source" / chapter / f"{chapter}.ipynb")
+    retired = set(source.metadata.get("course", {}).get("retired_grade_ids", []))
+    lost_answers = _ids(old, test=False) - _ids(source, test=False) - _ids(source, test=True)
+    assert not lost_answers, f"{chapter}: answer cells handed in under these ids have no cell any more: {lost_answers}"
+    unknown_tests = _ids(old, test=True) - _ids(source, test=True) - retired
+    assert not unknown_tests, (f"{chapter}: old test cells neither in the source nor retired "
+                               f"(metadata course.retired_grade_ids): {unknown_tests}")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("legacy")
+    for chapter in CHAPTERS:
+        dest = root / "submitted" / STUDENT / chapter
+        dest.mkdir(parents=True)
+        shutil.copyfile(LEGACY / f"{chapter}.ipynb", dest / f"{chapter}.ipynb")
+    return grading.grade_all(root / "submitted", root / "ws", jobs=2, chapters=tuple(CHAPTERS), quiet=True,
+                             feedback=False)
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_old_submission_graded_without_tampering(graded, chapter):
+    results, report = graded
+    result = results[chapter][STUDENT]
+    kinds = {i.kind for i in result.incidents}
+    assert not kinds & {"tampering", "ungradable", "cheating", "hook"}, \
+        f"{chapter}: {[i.words() for i in result.incidents]}\n{report}"
+    assert result.score and result.score > 0, f"{chapter}: scored {result.score}\n{report}"
