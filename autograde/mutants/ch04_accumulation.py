@@ -357,7 +357,7 @@ def backward(tensor, gradient=None, retain_graph=False):
             if users[id(child)] == 0:
                 ready.append(child)'''),
     Alternative("sgd_torch_style", "torch's variable names, the buffer replaced rather than updated in place", "sgd",
-                _variant("sgd", (SGD_BODY, '''d_p = grad if self.weight_decay == 0 else grad + self.weight_decay * p.data
+                _variant("sgd", (SGD_BODY, '''        d_p = grad if self.weight_decay == 0 else grad + self.weight_decay * p.data
         if self.momentum != 0:
             if "momentum_buffer" not in state:
                 state["momentum_buffer"] = np.array(d_p, copy=True)
@@ -373,7 +373,7 @@ def backward(tensor, gradient=None, retain_graph=False):
         if len(self.params) == 0:
             raise ValueError("optimizer got an empty parameter list")"""))),
     Alternative("adamw_hat_form", "the textbook form: bias-corrected m and v, then m_hat / (sqrt(v_hat) + eps)",
-                "adamw", _variant("adamw", (_from("adamw", "beta1, beta2 = self.betas"), '''b1, b2 = self.betas
+                "adamw", _variant("adamw", (_from("adamw", "beta1, beta2 = self.betas"), '''        b1, b2 = self.betas
         if "step" not in state:
             state.update(step=0, exp_avg=np.zeros_like(p.data), exp_avg_sq=np.zeros_like(p.data))
             if self.amsgrad:
