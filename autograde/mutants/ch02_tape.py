@@ -4,8 +4,9 @@ Each mutant edits one answer cell of a perfect submission; `loses` lists exactly
 test cells that must then score 0, and they are all test cells of the mutant's own
 exercise. When graded, each test cell runs on the student's code for its own exercise
 and on the reference solution for the chapter's other exercises (autograde/hidden/
-harness.py swaps it in), so a recording mistake no longer fails the backward engine's
-tests, nor a wrong topological order the engine built on it. No exercise of this chapter
+harness.py swaps it in): a recording mistake fails the recording test alone, not the tests
+of the engine, the counter or the graph structure that build graphs with it, and a wrong
+topological order fails its own test, not the engine's. No exercise of this chapter
 integrates the others. `visible` records whether the visible test of the mutant's own
 exercise catches it when a student runs the notebook. Each alternative replaces a whole
 answer cell by another correct answer and must keep full marks.
