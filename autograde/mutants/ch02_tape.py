@@ -1,21 +1,25 @@
 """Mutants and alternatives for ch02_tape (loaded by autograde.build.catalogue.load).
 
 Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the
-test cells that must then score 0. The tests of later exercises build their graphs with
-the student's recording (Exercise 2) but with their own copies of the mul and exp rules,
-and test the call counter with engines of their own, so a mistake in Exercise 3, 5 or 6
-costs only that exercise. A recording mistake changes the graph itself, and every test
-that compares a graph with torch's sees it; a wrong topological order breaks the engine
-built on it (Exercise 5). Each alternative replaces a whole answer cell by another
-correct answer and must keep full marks.
+test cells that must then score 0, and they are all test cells of the mutant's own
+exercise. When graded, each test cell runs on the student's code for its own exercise
+and on the reference solution for the chapter's other exercises (autograde/hidden/
+harness.py swaps it in): a recording mistake fails the recording test alone, not the tests
+of the engine, the counter or the graph structure that build graphs with it, and a wrong
+topological order fails its own test, not the engine's. No exercise of this chapter
+integrates the others. `visible` records whether the visible test of the mutant's own
+exercise catches it when a student runs the notebook. Each alternative replaces a whole
+answer cell by another correct answer and must keep full marks.
 """
 from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
 
 ACC = ("test_accumulate_grad",)
 REC = ("test_recording",)
-RULES = ("test_mul_and_exp",)
+MUL = ("test_mul",)
+EXP = ("test_exp",)
 TOPO = ("test_topological_order",)
 BACK = ("test_backward",)
+ERRORS = ("test_backward_errors",)
 COUNT = ("test_count_apply_calls",)
 STRUCT = ("test_graph_structure",)
 
@@ -55,42 +59,81 @@ MUTANTS = [
            "            leaf.grad.data += grad", ACC, visible=True),
     Mutant("acc_ignores_dtype", "first gradient stored in its own dtype: a float32 leaf gets a float64 .grad",
            "accumulate_grad", "np.array(grad, dtype=leaf.dtype, copy=True)", "np.array(grad, copy=True)", ACC, visible=True),
+    Mutant("acc_grad_requires_grad", "the first .grad inherits the leaf's requires_grad: a gradient that itself "
+           "requires grad, unlike torch's plain .grad",
+           "accumulate_grad", "leaf.grad = Tensor(np.array(grad, dtype=leaf.dtype, copy=True))",
+           "leaf.grad = Tensor(np.array(grad, dtype=leaf.dtype, copy=True), requires_grad=leaf.requires_grad)", ACC,
+           visible=True),
+    Mutant("acc_stores_ndarray", "stores a bare ndarray in .grad instead of a Tensor",
+           "accumulate_grad",
+           "            leaf.grad = Tensor(np.array(grad, dtype=leaf.dtype, copy=True))  # a copy: grad may be shared\n"
+           "        else:\n"
+           "            leaf.grad = Tensor((leaf.grad.data + grad).astype(leaf.dtype, copy=False))  # a new array, never +=",
+           "            leaf.grad = np.array(grad, dtype=leaf.dtype)\n"
+           "        else:\n"
+           "            leaf.grad = (leaf.grad + grad).astype(leaf.dtype)", ACC, visible=True),
+    Mutant("acc_returns_none", "forgets to return (): the engine cannot iterate over the sink's result",
+           "accumulate_grad", "\n        return ()", "", ACC, visible=True),
     # --- gradient_edge and Function.apply --------------------------------------------------------------------
     Mutant("rec_requires_grad_not_set", "records grad_fn but leaves out.requires_grad False: the next op records "
            "nothing and backward refuses the output",
-           "recording", "            out.requires_grad = True\n", "", REC + BACK + COUNT + STRUCT, visible=True),
+           "recording", "            out.requires_grad = True\n", "", REC, visible=True),
     Mutant("rec_fresh_accumulator", "a new AccumulateGrad for every use of a leaf instead of one per leaf: "
            "x + x has two sinks, unlike torch",
            "recording",
            "        if t._accumulator is None:\n"
            "            t._accumulator = AccumulateGrad(t)  # one sink per leaf, shared by every use of the leaf\n"
            "        return (t._accumulator, 0)",
-           "        return (AccumulateGrad(t), 0)", REC + STRUCT, visible=True),
+           "        return (AccumulateGrad(t), 0)", REC, visible=True),
     Mutant("rec_sink_for_constants", "gives every leaf an AccumulateGrad, even one that does not require grad: "
            "constants get edges and a .grad",
            "recording", "    if t.requires_grad:\n        if t._accumulator is None:",
-           "    if True:\n        if t._accumulator is None:", REC + BACK + STRUCT, visible=True),
+           "    if True:\n        if t._accumulator is None:", REC, visible=True),
     Mutant("rec_all_instead_of_any", "records only when every input requires grad: x * constant is not recorded",
            "recording", "if any(t.requires_grad for t in inputs):", "if all(t.requires_grad for t in inputs):",
-           REC + BACK + COUNT + STRUCT, visible=True),
+           REC, visible=True),
     Mutant("rec_differentiates_in_forward", "runs the backward rule during forward to store local derivatives "
            "(the misconception of section 1)",
            "recording", "        if any(t.requires_grad for t in inputs):\n",
            "        ctx.local_gradients = cls.backward(ctx, np.ones_like(out.data))\n"
-           "        if any(t.requires_grad for t in inputs):\n", REC, visible=False,
-           hidden_because='to be made visible (issue 8): the visible test does not count backward calls during forward'),
+           "        if any(t.requires_grad for t in inputs):\n", REC, visible=True),
     Mutant("rec_drops_settings", "does not pass the keyword settings on to forward",
-           "recording", "*(t.data for t in inputs), **settings))", "*(t.data for t in inputs)))", REC, visible=False,
-           hidden_because='to be made visible (issue 8): no visible op takes keyword settings'),
+           "recording", "*(t.data for t in inputs), **settings))", "*(t.data for t in inputs)))", REC, visible=True),
+    Mutant("rec_sink_in_grad_fn", "keeps the leaf's AccumulateGrad in its grad_fn: the graph is the same, but "
+           "the leaf stops being a leaf (is_leaf False, a grad_fn where torch has None)",
+           "recording",
+           "        if t._accumulator is None:\n"
+           "            t._accumulator = AccumulateGrad(t)  # one sink per leaf, shared by every use of the leaf\n"
+           "        return (t._accumulator, 0)",
+           "        t.grad_fn = AccumulateGrad(t)  # the leaf keeps its sink as its grad_fn\n"
+           "        return (t.grad_fn, 0)", REC, visible=True),
+    Mutant("rec_no_type_check", "no check that the inputs are Tensors: an AttributeError on .data instead of a TypeError",
+           "recording",
+           "        for i, t in enumerate(inputs):\n"
+           "            if not isinstance(t, Tensor):\n"
+           "                raise TypeError(f\"{cls.__name__}.apply: input {i} should be a Tensor, got {type(t).__name__}\")\n",
+           "", REC, visible=True),
+    Mutant("rec_skips_constant_edges", "records edges only for the inputs that require grad: x + c has one edge, "
+           "so the rule's two gradients no longer match the edges",
+           "recording", "tuple(gradient_edge(t) for t in inputs)",
+           "tuple(gradient_edge(t) for t in inputs if t.requires_grad)", REC, visible=True),
     # --- Mul and Exp ---------------------------------------------------------------------------------------------
     Mutant("mul_swapped_operands", "each input's gradient multiplied by the input itself instead of the other one",
-           "mul_and_exp", "return grad * b, grad * a", "return grad * a, grad * b", RULES, visible=True),
+           "mul_and_exp", "return grad * b, grad * a", "return grad * a, grad * b", MUL, visible=True),
     Mutant("mul_forgets_grad", "returns the local derivatives b and a without multiplying by the incoming gradient",
-           "mul_and_exp", "return grad * b, grad * a", "return b, a", RULES, visible=True),
+           "mul_and_exp", "return grad * b, grad * a", "return b, a", MUL, visible=True),
+    Mutant("mul_divides_output", "computes d(ab)/da as (ab)/a: NaN where an input is 0",
+           "mul_and_exp", "        a, b = ctx.saved_tensors\n        return grad * b, grad * a",
+           "        a, b = ctx.saved_tensors\n        product = a * b\n        return grad * product / a, grad * product / b",
+           MUL, visible=True),
+    Mutant("mul_returns_list", "returns the two gradients as a list: the engine reads a list as one gradient",
+           "mul_and_exp", "return grad * b, grad * a", "return [grad * b, grad * a]", MUL, visible=True),
     Mutant("exp_saves_input", "Exp saves its input and its backward multiplies by it instead of by exp(input)",
-           "mul_and_exp", "ctx.save_for_backward(result)", "ctx.save_for_backward(a)", RULES, visible=True),
+           "mul_and_exp", "ctx.save_for_backward(result)", "ctx.save_for_backward(a)", EXP, visible=True),
     Mutant("exp_forgets_grad", "Exp backward returns exp(a) without the incoming gradient",
-           "mul_and_exp", "return grad * result", "return result", RULES, visible=True),
+           "mul_and_exp", "return grad * result", "return result", EXP, visible=True),
+    Mutant("exp_exp_of_result", "saves the result, then takes its exponential again in backward",
+           "mul_and_exp", "return grad * result", "return grad * np.exp(result)", EXP, visible=True),
     # --- topological_order ---------------------------------------------------------------------------------------
     Mutant("topo_breadth_first", "breadth-first order: with root -> leaf and root -> mid -> leaf, leaf comes "
            "before mid, so the engine runs a node before all its gradient has arrived",
@@ -104,7 +147,7 @@ MUTANTS = [
            "                seen.add(id(child))\n"
            "                order.append(child)\n"
            "                queue.append(child)\n"
-           "    return order", TOPO + BACK, visible=True),
+           "    return order", TOPO, visible=True),
     Mutant("topo_preorder", "depth-first pre-order (a node listed when first reached): in a diamond the shared "
            "node comes before the second branch",
            "topological_order",
@@ -117,7 +160,7 @@ MUTANTS = [
            "            if child is not None and id(child) not in seen:\n"
            "                seen.add(id(child))\n"
            "                stack.append(child)\n"
-           "    return order", TOPO + BACK, visible=True),
+           "    return order", TOPO, visible=True),
     Mutant("topo_recursive", "recursive depth-first search (correct order, visited set): RecursionError on deep chains",
            "topological_order",
            TOPO_BODY,
@@ -131,9 +174,30 @@ MUTANTS = [
            "        order.append(node)\n"
            "\n"
            "    visit(root)\n"
-           "    return order[::-1]", TOPO + BACK, visible=True),
+           "    return order[::-1]", TOPO, visible=True),
     Mutant("topo_not_reversed", "post-order not reversed: leaves first, root last",
-           "topological_order", "    order.reverse()\n", "", TOPO + BACK, visible=True),
+           "topological_order", "    order.reverse()\n", "", TOPO, visible=True),
+    Mutant("topo_no_visited", "iterative post-order without a visited set: a node reached along two paths is "
+           "listed twice (and the walk is exponential on chains of diamonds)",
+           "topological_order",
+           "            if child is not None and id(child) not in visited:\n                visited.add(id(child))\n",
+           "            if child is not None:\n", TOPO, visible=True),
+    Mutant("topo_two_phase_marks_on_push", "a stack of (node, expanded) pairs that marks a child as seen when it is "
+           "pushed: a node pushed by an early parent is finished before a later node that has an edge to it",
+           "topological_order",
+           TOPO_BODY,
+           "    order, seen, stack = [], {id(root)}, [(root, False)]\n"
+           "    while stack:\n"
+           "        node, expanded = stack.pop()\n"
+           "        if expanded:\n"
+           "            order.append(node)\n"
+           "            continue\n"
+           "        stack.append((node, True))\n"
+           "        for child, _ in node.next_functions:\n"
+           "            if child is not None and id(child) not in seen:\n"
+           "                seen.add(id(child))\n"
+           "                stack.append((child, False))\n"
+           "    return order[::-1]", TOPO, visible=True),
     # --- backward ------------------------------------------------------------------------------------------------
     Mutant("bw_assign_at_fan_out", "= instead of + when a second gradient reaches a node: only the last use counts",
            "backward", "grads[key] = child_grad if key not in grads else grads[key] + child_grad",
@@ -163,14 +227,14 @@ MUTANTS = [
            "        if tensor.data.size != 1:\n"
            "            raise RuntimeError(f\"backward: grad can be implicitly created only for scalar outputs; this tensor \"\n"
            "                               f\"has shape {tensor.shape}: pass gradient= an array of that shape\")\n",
-           "", BACK, visible=True),
+           "", ERRORS, visible=True),
     Mutant("bw_sets_output_grad", "stores the starting gradient in the output's .grad (a non-leaf)",
            "backward", "    root, _ = gradient_edge(tensor)\n",
            "    tensor.grad = Tensor(gradient)  # the output's own gradient\n    root, _ = gradient_edge(tensor)\n", BACK, visible=True),
     Mutant("bw_ignores_gradient", "always starts from ones, ignoring the gradient argument (and its shape)",
            "backward",
            "gradient = np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient, dtype=tensor.dtype)",
-           "gradient = np.ones_like(tensor.data)", BACK, visible=True),
+           "gradient = np.ones_like(tensor.data)", BACK + ERRORS, visible=True),
     Mutant("bw_leaves_first", "walks the topological order backwards (leaves first): nodes run before their "
            "gradient has arrived", "backward", "for node in topological_order(root):",
            "for node in reversed(topological_order(root)):", BACK, visible=True),
@@ -180,7 +244,67 @@ MUTANTS = [
            "    if not tensor.requires_grad:\n"
            "        raise RuntimeError(\"backward: this tensor does not require grad and has no grad_fn: \"\n"
            "                           \"no input of the computation had requires_grad=True\")\n",
-           "", BACK, visible=True),
+           "", ERRORS, visible=True),
+    Mutant("bw_seed_float64", "starts from np.ones(shape) and converts the gradient to Python float: a float32 "
+           "graph runs its backward in float64 (the leaves' .grad still come out float32)",
+           "backward",
+           "        gradient = np.ones_like(tensor.data)\n"
+           "    gradient = np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient, dtype=tensor.dtype)",
+           "        gradient = np.ones(tensor.shape)\n"
+           "    gradient = np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient, dtype=float)",
+           BACK, visible=True),
+    Mutant("bw_none_not_skipped", "adds a None gradient from a rule into the table: None + array raises",
+           "backward", "            if child is None or child_grad is None:\n                continue\n",
+           "            if child is None:\n                continue\n", BACK, visible=True),
+    Mutant("bw_none_as_zeros", "replaces a None gradient by zeros of the output's shape: a leaf that received "
+           "only None gets a .grad (of the wrong shape), where torch leaves None",
+           "backward", "            if child is None or child_grad is None:\n                continue\n",
+           "            if child is None:\n                continue\n"
+           "            if child_grad is None:\n                child_grad = np.zeros_like(grad)\n", BACK, visible=True),
+    Mutant("bw_keyerror_unreached", "takes every node's gradient with grads.pop(id(node)): a node that only None "
+           "reached raises KeyError",
+           "backward", "        grad = grads.pop(id(node), None)\n        if grad is None:\n            continue\n",
+           "        grad = grads.pop(id(node))\n", BACK, visible=True),
+    Mutant("bw_leaf_output_overwrites", "special-cases a leaf output by setting its .grad to the gradient: a second "
+           "backward on the leaf overwrites instead of adding",
+           "backward", "    root, _ = gradient_edge(tensor)\n",
+           "    if tensor.is_leaf:  # the output is the leaf itself: its gradient is the seed\n"
+           "        tensor.grad = Tensor(gradient)\n"
+           "        return\n"
+           "    root, _ = gradient_edge(tensor)\n", BACK, visible=True),
+    Mutant("bw_stack_per_path", "an explicit stack without an order: no recursion, right gradients (the sinks add), "
+           "but a node runs once per path",
+           "backward",
+           "    grads: dict[int, np.ndarray] = {id(root): gradient}  # node -> sum of the gradients sent to it so far\n"
+           "    for node in topological_order(root):\n"
+           "        grad = grads.pop(id(node), None)\n"
+           "        if grad is None:\n"
+           "            continue\n"
+           "        for (child, _), child_grad in zip(node.next_functions, node.apply(grad)):\n"
+           "            if child is None or child_grad is None:\n"
+           "                continue\n"
+           "            key = id(child)\n"
+           "            grads[key] = child_grad if key not in grads else grads[key] + child_grad",
+           "    stack = [(root, gradient)]  # (node, a gradient to run it with)\n"
+           "    while stack:\n"
+           "        node, grad = stack.pop()\n"
+           "        for (child, _), child_grad in zip(node.next_functions, node.apply(grad)):\n"
+           "            if child is not None and child_grad is not None:\n"
+           "                stack.append((child, child_grad))", BACK, visible=True),
+    Mutant("bw_no_shape_check", "accepts a gradient of the wrong shape: NumPy broadcasting hides it",
+           "backward",
+           "    if gradient.shape != tensor.shape:\n"
+           "        raise RuntimeError(f\"backward: gradient has shape {gradient.shape}, expected {tensor.shape} (the tensor's shape)\")\n",
+           "", ERRORS, visible=True),
+    Mutant("bw_vague_scalar_error", "refuses a non-scalar output without naming the missing argument or the shape",
+           "backward",
+           "            raise RuntimeError(f\"backward: grad can be implicitly created only for scalar outputs; this tensor \"\n"
+           "                               f\"has shape {tensor.shape}: pass gradient= an array of that shape\")\n",
+           "            raise RuntimeError(\"backward: the output must be a scalar\")\n", ERRORS, visible=True),
+    Mutant("bw_vague_shape_error", "refuses a gradient of the wrong shape without saying which shapes",
+           "backward",
+           "raise RuntimeError(f\"backward: gradient has shape {gradient.shape}, expected {tensor.shape} (the tensor's shape)\")",
+           "raise RuntimeError(\"backward: the gradient has the wrong shape\")", ERRORS, visible=True),
     # --- count_apply_calls ---------------------------------------------------------------------------------------
     Mutant("cnt_late_binding", "wrappers defined in the loop body: every wrapper sees the loop's last node and "
            "last apply (closures capture variables)",
@@ -221,12 +345,15 @@ MUTANTS = [
            "            del node.apply  # the class's method shows through again\n",
            "    engine(output)\n"
            "    for node in nodes:\n"
-           "        del node.apply\n", COUNT, visible=False,
-           hidden_because='to be made visible (issue 8): the visible test has no engine that raises'),
+           "        del node.apply\n", COUNT, visible=True),
     Mutant("cnt_omits_unrun_nodes", "counts only the nodes that ran: nodes that never ran are missing, not 0",
            "count_apply_calls",
            "    counts = {node: 0 for node in nodes}\n",
            "    import collections\n    counts = collections.defaultdict(int)\n", COUNT, visible=True),
+    Mutant("cnt_leaf_output_no_nodes", "starts from output.grad_fn instead of gradient_edge(output): a leaf "
+           "output's sink is neither counted nor listed",
+           "count_apply_calls", "    root, _ = gradient_edge(output)\n", "    root = output.grad_fn\n", COUNT,
+           visible=True),
     # --- graph_structure -----------------------------------------------------------------------------------------
     Mutant("st_keeps_namespace", "keeps torch's C++ namespace: 'torch::autograd::AccumulateGrad'",
            "graph_structure", "node.name().split(\"::\")[-1]", "node.name()", STRUCT, visible=True),
@@ -261,8 +388,7 @@ MUTANTS = [
            "                stack.append(child)\n"
            "    return [(node.name().split(\"::\")[-1],\n"
            "             tuple(None if child is None else number[id(child)] for child, _ in node.next_functions))\n"
-           "            for node in nodes]", STRUCT, visible=False,
-           hidden_because='to be made visible (issue 8): the visible graphs number the same either way'),
+           "            for node in nodes]", STRUCT, visible=True),
     Mutant("st_numbers_each_path", "gives a node a new number each time it is reached (x + x has two sinks)",
            "graph_structure",
            "            if id(child) not in number:\n"
@@ -497,6 +623,53 @@ def graph_structure(output):
             edges.append(None if child is None else number[child])
         result.append((node.name().rsplit("::", 1)[-1], tuple(edges)))
     return result'''),
+    Alternative("acc_astype_copies", "astype, which returns a new array by default, for both the first gradient "
+                "and the sum", "accumulate_grad", '''class AccumulateGrad(Node):
+    """The sink of a leaf that requires grad."""
+
+    def __init__(self, variable):
+        super().__init__(())
+        self.variable = variable
+
+    def apply(self, grad):
+        leaf = self.variable
+        total = np.asarray(grad) if leaf.grad is None else leaf.grad.data + grad
+        leaf.grad = Tensor(total.astype(leaf.dtype))  # astype copies unless told otherwise
+        return ()'''),
+    Alternative("topo_two_phase_stack", "a stack of (node, expanded) pairs: a node is pushed back as expanded "
+                "before its children, and listed when it comes back to the top", "topological_order", '''def topological_order(root):
+    """Post-order by an explicit stack of (node, expanded) pairs, reversed; a node is marked when expanded."""
+    order, seen, stack = [], set(), [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)  # every child was finished before this entry came back to the top
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for child, _ in node.next_functions:
+            if child is not None and id(child) not in seen:
+                stack.append((child, False))
+    return order[::-1]'''),
+    Alternative("cnt_default_arguments", "the wrapper binds node and apply as default arguments (the classic fix "
+                "for closures in a loop)", "count_apply_calls", '''def count_apply_calls(output, engine=None):
+    """Calls of each node's apply during engine(output)."""
+    root = gradient_edge(output)[0]
+    nodes = topological_order(root) if root is not None else []
+    counts = dict.fromkeys(nodes, 0)
+    for node in nodes:
+        def wrapper(grad, node=node, apply=node.apply):
+            counts[node] += 1
+            return apply(grad)
+        node.apply = wrapper
+    try:
+        (backward if engine is None else engine)(output)
+    finally:
+        for node in nodes:
+            del node.apply
+    return counts'''),
 ]
 
 EXAMPLE_STUDENTS = [
