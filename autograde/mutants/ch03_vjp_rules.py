@@ -167,7 +167,7 @@ MUTANTS = [
     Mutant("matmul_vector_not_reshaped", "a vector operand gets the gradient of its 2-D view, (1, k) or (k, 1)",
            "matmul_rule",
            "return unbroadcast(grad_a, a2.shape).reshape(a.shape), unbroadcast(grad_b, b2.shape).reshape(b.shape)",
-           "return unbroadcast(grad_a, a2.shape), unbroadcast(grad_b, b2.shape)", MATMUL, visible=True),
+           "return unbroadcast(grad_a, a2.shape), unbroadcast(grad_b, b2.shape)", MATMUL + BATCHED, visible=True),
     Mutant("matmul_batch_not_reduced", "no unbroadcast: the gradient of a broadcast batch keeps the output's batch shape",
            "matmul_rule",
            "return unbroadcast(grad_a, a2.shape).reshape(a.shape), unbroadcast(grad_b, b2.shape).reshape(b.shape)",
