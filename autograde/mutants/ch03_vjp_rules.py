@@ -116,6 +116,9 @@ MUTANTS = [
            "        if ctx.exponent == 0:\n"
            "            return np.zeros_like(grad)          # a ** 0 is constant: its gradient is 0, also where a == 0\n",
            "", POW, visible=True),
+    Mutant("pow_zero_exponent_none", "returns None for p = 0 (no gradient through a constant): torch gives zeros",
+           "arithmetic_rules", "            return np.zeros_like(grad)          # a ** 0 is constant: its gradient is 0, "
+           "also where a == 0", "            return None", POW, visible=True),
     Mutant("pow_exponent_as_array", "keeps the exponent as a NumPy array: a float32 gradient becomes float64",
            "arithmetic_rules", "        ctx.exponent = exponent", "        ctx.exponent = np.array(exponent)", POW,
            visible=True),
