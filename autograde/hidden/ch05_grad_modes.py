@@ -520,6 +520,17 @@ def check_apply_recording(ns: dict) -> None:
                             else:
                                 assert x.grad is None, f"{where}: input {i} needs no gradient, but .grad is set"
                     del out, built, t_out, t_built
+        # an input that is not a Tensor: TypeError (torch raises TypeError too)
+        x = ns["Tensor"](np.ones(2), requires_grad=True)
+        try:
+            Probe.apply(x, 1.0, x)
+        except TypeError:
+            pass
+        except Exception as error:  # noqa: BLE001 - say what was raised instead
+            raise AssertionError(f"Probe.apply(x, 1.0, x) should raise TypeError (input 1 is not a Tensor), "
+                                 f"raised {type(error).__name__}: {error}") from None
+        else:
+            raise AssertionError("Probe.apply(x, 1.0, x) should raise TypeError (input 1 is not a Tensor)")
         # an inference tensor that a recorded node must save: torch's error; one nobody saves: fine
         for op in ("mul", "add", "div"):
             results = []
@@ -695,7 +706,7 @@ def requires_grad_scenarios(api: dict) -> dict[str, Callable]:
         with api["inference_mode"]():
             t = T(a)
             t.requires_grad_()
-        return t.requires_grad
+        return bool(t.requires_grad)
 
     def float32():
         return T(a.astype(np.float32)).requires_grad_().requires_grad
@@ -748,10 +759,11 @@ def inplace_op_scenarios(api: dict, seed: int, dtype: Any = np.float64) -> dict[
     def augmented_assignment():
         x = T(a, True)
         y = x * 2.0
-        y += 1.0
+        y += 1                    # Python ints on the right of every augmented operator
         y *= x
         y -= x
-        y /= 4.0
+        y /= 4
+        y *= 3
         y.sum().backward()
         return _grad(x), y._version, name_of(y), y
 
@@ -1010,7 +1022,7 @@ def hook_scenarios(api: dict) -> dict[str, Callable]:
         y = x * 2.0
         seen = []
         y.register_hook(lambda g: seen.append(array(g)))
-        y.register_hook(lambda g: g * 100.0)
+        y.register_hook(lambda grad: grad * 100.0)
         (y * y).sum().backward()
         return x.grad, np.array(seen), y.grad is None
 
@@ -1019,7 +1031,7 @@ def hook_scenarios(api: dict) -> dict[str, Callable]:
         y = x * 2.0
         calls = []
         y.register_hook(lambda g: calls.append(array(g)))
-        (y * y + y).sum().backward()
+        (y + y * y).sum().backward()
         return float(len(calls)), np.array(calls), x.grad
 
     def hook_returns_none_keeps_gradient():
@@ -1041,6 +1053,14 @@ def hook_scenarios(api: dict) -> dict[str, Callable]:
         x.register_hook(lambda g: calls.append(1) or g * 2.0)
         (x * x).sum().backward()
         return float(len(calls)), x.grad
+
+    def hook_not_called_without_gradient():
+        x, w = T(np.ones(3), True), T(np.ones(3), True)
+        calls = []
+        x.register_hook(lambda g: calls.append(1))
+        _unused = x * 2.0
+        (w * 3.0).sum().backward()
+        return float(len(calls)), x.grad is None
 
     def hook_changes_shape():
         x = T(np.ones(3), True)
@@ -1065,6 +1085,7 @@ def hook_scenarios(api: dict) -> dict[str, Callable]:
                 nonleaf_hook_flows_on=nonleaf_hook_flows_on, hook_once_on_summed_gradient=hook_once_on_summed_gradient,
                 hook_returns_none_keeps_gradient=hook_returns_none_keeps_gradient,
                 removed_inside_a_with=removed_inside_a_with, hook_on_leaf_used_twice=hook_on_leaf_used_twice,
+                hook_not_called_without_gradient=hook_not_called_without_gradient,
                 hook_changes_shape=hook_changes_shape, hook_on_constant=hook_on_constant,
                 float32_gradient=float32_gradient)
 
@@ -1091,14 +1112,14 @@ def retain_scenarios(api: dict) -> dict[str, Callable]:
         x = T(np.ones(3), True)
         y = x * 2.0
         y.retain_grad()
-        y.register_hook(lambda g: g * 100.0)
+        y.register_hook(lambda grad: grad * 100.0)
         (y * 3.0).sum().backward()
         return y.grad, x.grad
 
     def hook_then_retain():
         x = T(np.ones(3), True)
         y = x * 2.0
-        y.register_hook(lambda g: g * 100.0)
+        y.register_hook(lambda grad: grad * 100.0)
         y.retain_grad()
         (y * 3.0).sum().backward()
         return y.grad, x.grad
