@@ -1,0 +1,1350 @@
+"""Hidden-test helpers of ch05_grad_modes: each check runs the same program on the student's engine and on torch.
+
+Imported by the hidden regions of the chapter's test cells at grading time (never shipped to students).
+A check takes the notebook's namespace (the test cell passes globals()), reads the engine's names from it,
+and raises AssertionError with a message written for the student: what torch does, what the engine did, and
+in which scenario. Checks print nothing, silence torch's and NumPy's warnings, and put grad mode, inference
+mode and anomaly mode back to their defaults when they end, so that one wrong answer cannot leave a mode
+switched on for the test cells that follow.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib
+import itertools
+import re
+import threading
+import warnings
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import torch
+
+GRAD_MANAGERS = ("no_grad", "enable_grad", "set_grad_enabled(False)", "set_grad_enabled(True)")
+ALL_MANAGERS = GRAD_MANAGERS + ("inference_mode()", "inference_mode(False)")
+
+
+def _checking() -> Any:
+    """course.checking as the test cell imported it (the grader imports it afresh before each test cell)."""
+    return importlib.import_module("course.checking")
+
+
+def check_close(*args: Any, **kwargs: Any) -> None:
+    __tracebackhide__ = True
+    _checking().check_close(*args, **kwargs)
+
+
+# -- the two engines behind one set of names ------------------------------------------------------
+class _Boom(Exception):
+    """Raised inside a managed block to see that the mode comes back."""
+
+
+def engine(ns: dict) -> dict[str, Any]:
+    """The student's engine, by the names a program uses (missing names are left out)."""
+    names = ("no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+             "is_inference_mode_enabled")
+    api = {n: ns[n] for n in names if n in ns}
+    Tensor = ns["Tensor"]
+    api["Tensor"] = lambda a, rg=False: Tensor(np.array(a), requires_grad=rg)
+    api["is_torch"] = False
+    return api
+
+
+TORCH: dict[str, Any] = dict(
+    no_grad=torch.no_grad, enable_grad=torch.enable_grad, set_grad_enabled=torch.set_grad_enabled,
+    inference_mode=torch.inference_mode, is_grad_enabled=torch.is_grad_enabled,
+    is_inference_mode_enabled=torch.is_inference_mode_enabled,
+    Tensor=lambda a, rg=False: torch.tensor(np.array(a), requires_grad=rg), is_torch=True)
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """No warning from torch or NumPy reaches stderr (nbgrader scores a cell that writes to stderr 0)."""
+    with warnings.catch_warnings(record=True), np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        yield
+
+
+def reset_modes(ns: dict) -> None:
+    """Grad mode on, inference mode and anomaly mode off, in the student's engine and in torch."""
+    state = ns.get("STATE")
+    if state is not None:
+        for attr, value in (("grad_enabled", True), ("inference_mode", False)):
+            try:
+                setattr(state, attr, value)
+            except Exception:  # noqa: BLE001 - a student's state object may refuse; nothing else to do
+                pass
+    anomaly = ns.get("ANOMALY")
+    if anomaly is not None:
+        anomaly.enabled, anomaly.check_nan = False, True
+    torch.set_grad_enabled(True)
+    torch.autograd.set_detect_anomaly(False)
+
+
+@contextlib.contextmanager
+def checked(ns: dict) -> Iterator[None]:
+    """Run a check quietly, from the default modes, and reset every mode afterwards, whatever happened."""
+    reset_modes(ns)
+    try:
+        with quiet():
+            yield
+    finally:
+        reset_modes(ns)
+
+
+def managers(api: dict) -> dict[str, Callable[[], Any]]:
+    """Each context manager by name, as a factory (the names of GRAD_MANAGERS and ALL_MANAGERS)."""
+    return {
+        "no_grad": lambda: api["no_grad"](), "enable_grad": lambda: api["enable_grad"](),
+        "set_grad_enabled(False)": lambda: api["set_grad_enabled"](False),
+        "set_grad_enabled(True)": lambda: api["set_grad_enabled"](True),
+        "inference_mode()": lambda: api["inference_mode"](),
+        "inference_mode(False)": lambda: api["inference_mode"](False),
+    }
+
+
+def observe_flags(api: dict) -> tuple:
+    return (api["is_grad_enabled"](),)
+
+
+def observe_inference(api: dict) -> tuple:
+    made = api["Tensor"](np.ones(2))
+    return (api["is_grad_enabled"](), api["is_inference_mode_enabled"](), made.is_inference())
+
+
+def observe_recording(api: dict) -> tuple:
+    w = api["Tensor"](np.ones(2), True)
+    y = w * 2.0
+    return observe_inference(api) + (y.requires_grad, y.grad_fn is None, y.is_inference())
+
+
+OBSERVED = {observe_flags: "(is_grad_enabled,)",
+            observe_inference: "(is_grad_enabled, is_inference_mode_enabled, a new tensor's is_inference())",
+            observe_recording: "(is_grad_enabled, is_inference_mode_enabled, a new tensor's is_inference(), "
+                               "(w * 2).requires_grad, (w * 2).grad_fn is None, (w * 2).is_inference())"}
+
+
+def trace(api: dict, names: tuple[str, ...], raise_at: int | None, observe: Callable) -> list:
+    """Nest the named managers; observe on entering each, raise inside one, observe after leaving each."""
+    made = managers(api)
+    out: list = [("before", observe(api))]
+
+    def level(i: int) -> None:
+        if i == len(names):
+            return
+        try:
+            with made[names[i]]():
+                out.append((f"inside {names[i]}", observe(api)))
+                if raise_at == i:
+                    raise _Boom()
+                level(i + 1)
+        finally:
+            out.append((f"after {names[i]}", observe(api)))
+
+    try:
+        level(0)
+    except _Boom:
+        out.append(("the exception reached the caller", True))
+    out.append(("at the end", observe(api)))
+    return out
+
+
+def _nesting_text(names: tuple[str, ...], raise_at: int | None) -> str:
+    text = ""
+    for depth, name in enumerate(names):
+        text += f"{'    ' * depth}with {name}:\n"
+        if raise_at == depth:
+            text += f"{'    ' * (depth + 1)}raise an exception\n"
+    return text
+
+
+def check_nesting(ns: dict, names: tuple[str, ...] = GRAD_MANAGERS, depth: int = 3,
+                  observe: Callable = observe_flags) -> None:
+    """Every nesting of the named managers up to depth, with and without an exception at each level, as torch."""
+    __tracebackhide__ = True
+    ours = engine(ns)
+    with checked(ns):
+        for d in range(1, depth + 1):
+            for combo in itertools.product(names, repeat=d):
+                for raise_at in (None, *range(d)):
+                    reset_modes(ns)
+                    expected = trace(TORCH, combo, raise_at, observe)
+                    try:
+                        got = trace(ours, combo, raise_at, observe)
+                    except Exception as error:  # noqa: BLE001 - report what the student's code raised
+                        raise AssertionError(f"this nesting raised {type(error).__name__}: {error} (torch runs it; "
+                                             f"only the raised exception may leave it):\n"
+                                             f"{_nesting_text(combo, raise_at)}") from None
+                    for (where, value), (_, want) in zip(got, expected):
+                        assert value == want, (
+                            f"{where}: got {value}, expected {want} as torch, observing {OBSERVED[observe]}, in\n"
+                            f"{_nesting_text(combo, raise_at)}")
+                    assert len(got) == len(expected), (
+                        f"the exception was swallowed by a manager's __exit__ (it must reach the caller) in\n"
+                        f"{_nesting_text(combo, raise_at)}")
+
+
+def _decorator_forms(with_inference: bool) -> list[tuple[str, Callable[[dict], Callable]]]:
+    forms = [("@no_grad", lambda m: m["no_grad"]), ("@no_grad()", lambda m: m["no_grad"]()),
+             ("@enable_grad", lambda m: m["enable_grad"]), ("@enable_grad()", lambda m: m["enable_grad"]()),
+             ("@set_grad_enabled(False)", lambda m: m["set_grad_enabled"](False)),
+             ("@set_grad_enabled(True)", lambda m: m["set_grad_enabled"](True))]
+    if with_inference:
+        forms += [("@inference_mode", lambda m: m["inference_mode"]),
+                  ("@inference_mode()", lambda m: m["inference_mode"]()),
+                  ("@inference_mode(False)", lambda m: m["inference_mode"](False))]
+    return forms
+
+
+def _decorated_run(api: dict, make: Callable, with_inference: bool) -> tuple:
+    observe = observe_inference if with_inference else observe_flags
+
+    def body(n: int) -> list:
+        if n > 0:
+            return body(n - 1) + [observe(api)]      # recursion: the decorated function runs nested in itself
+        return []
+
+    before = observe(api)
+    decorated = make(api)(body)
+    after_decorating = observe(api)
+    assert getattr(decorated, "__name__", None) == "body", "a decorated function keeps its name (functools.wraps)"
+    outside = decorated(2)
+    with api["no_grad"]():
+        inside_no_grad = decorated(2)
+    return before, after_decorating, outside, inside_no_grad, observe(api)
+
+
+def check_decorators(ns: dict, with_inference: bool = False) -> None:
+    """Each manager as a decorator (bare and called), run recursively, inside no_grad and outside; plain calls."""
+    __tracebackhide__ = True
+    ours = engine(ns)
+    labels = ("the mode before decorating", "the mode right after decorating (a decorator changes nothing until "
+              "the function runs)", "inside the decorated function (called twice, recursively)",
+              "inside the decorated function called within no_grad", "the mode after the calls")
+    with checked(ns):
+        for name, make in _decorator_forms(with_inference):
+            reset_modes(ns)
+            expected = _decorated_run(TORCH, make, with_inference)
+            got = _decorated_run(ours, make, with_inference)
+            for label, g, e in zip(labels, got, expected):
+                assert g == e, f"{name} on a function: {label}: got {g}, expected {e} as torch"
+        for flag in (False, True, False):
+            ours["set_grad_enabled"](flag)
+            torch.set_grad_enabled(flag)
+            assert ours["is_grad_enabled"]() == torch.is_grad_enabled() == flag, (
+                f"set_grad_enabled({flag}) called as a plain statement: is_grad_enabled() is "
+                f"{ours['is_grad_enabled']()}, expected {flag} (the constructor sets the mode)")
+
+
+def _thread_run(api: dict, with_inference: bool) -> dict:
+    seen: dict[str, Any] = {}
+    started, resume = threading.Event(), threading.Event()
+
+    def worker(tag: str) -> None:
+        try:
+            seen[f"{tag}: the new thread's mode at its start"] = (
+                (api["is_grad_enabled"](), api["is_inference_mode_enabled"]()) if with_inference
+                else api["is_grad_enabled"]())
+            with api["no_grad"]():
+                seen[f"{tag}: the new thread's mode inside its no_grad"] = api["is_grad_enabled"]()
+                started.set()
+                resume.wait(10)
+        except Exception as error:  # noqa: BLE001 - a thread's exception would go to stderr: record it instead
+            seen[f"{tag}: an exception in the thread"] = repr(error)
+            started.set()
+
+    thread = threading.Thread(target=worker, args=("thread 1",), daemon=True)
+    thread.start()
+    started.wait(10)
+    seen["the main thread's mode while thread 1 is inside no_grad"] = api["is_grad_enabled"]()
+    resume.set()
+    thread.join(10)
+    started.clear()
+    with api["no_grad"]():
+        if with_inference:
+            with api["inference_mode"]():
+                thread = threading.Thread(target=worker, args=("thread 2, started inside inference_mode",),
+                                          daemon=True)
+                thread.start()
+                thread.join(10)
+        else:
+            thread = threading.Thread(target=worker, args=("thread 2, started inside no_grad",), daemon=True)
+            thread.start()
+            thread.join(10)
+        seen["the main thread's mode inside its no_grad, after thread 2 ended"] = api["is_grad_enabled"]()
+    seen["the main thread's mode at the end"] = api["is_grad_enabled"]()
+    return seen
+
+
+def check_threads(ns: dict, with_inference: bool = False) -> None:
+    """Grad mode (and inference mode) are per thread: a new thread starts with the defaults, and affects no other."""
+    __tracebackhide__ = True
+    with checked(ns):
+        expected = _thread_run(TORCH, with_inference)
+        got = _thread_run(engine(ns), with_inference)
+    for key, want in expected.items():
+        assert got.get(key) == want, f"{key}: got {got.get(key)}, expected {want} as torch (modes are per thread)"
+    extra = sorted(set(got) - set(expected))
+    assert not extra, f"{extra[0]}: {got[extra[0]]}"
+
+
+# -- inference tensors ----------------------------------------------------------------------------
+def normalise(message: str) -> str:
+    """torch's tensor descriptions and module names replaced by placeholders, so the two engines' texts compare."""
+    message = re.sub(r"\[torch\.\w+ \[[\d, ]*\]\]", "[T]", message)
+    message = re.sub(r"\[\w+ Tensor of shape \([\d, ]*\)\]", "[T]", message)
+    message = message.replace("torch.autograd.set_detect_anomaly(True, check_nan=False)", "set_detect_anomaly(True)")
+    return message.replace("torch.no_grad()", "no_grad()").replace("torch.inference_mode()", "inference_mode()")
+
+
+def outcome(fn: Callable[[], Any]) -> tuple:
+    """("ok", values...) or ("error", type, normalised message): the same shape for both engines."""
+    try:
+        result = fn()
+    except Exception as error:  # noqa: BLE001 - the outcome is the error
+        return ("error", type(error).__name__, normalise(str(error)))
+    if result is None:
+        return ("ok",)
+    result = result if isinstance(result, tuple) else (result,)
+    values: list[Any] = []
+    for r in result:
+        if isinstance(r, (str, bool, int, float)) or r is None:
+            values.append(r)
+        elif isinstance(r, torch.Tensor):
+            values.append(r.detach().numpy().astype(np.float64))
+        else:
+            values.append(np.asarray(getattr(r, "data", r), dtype=np.float64))
+    return ("ok",) + tuple(values)
+
+
+def same(got: tuple, expected: tuple, rtol: float = 1e-9) -> bool:
+    """Two outcomes agree: the same status and messages, and arrays equal within rtol (NaN equal to NaN)."""
+    if len(got) != len(expected):
+        return False
+    for g, e in zip(got, expected):
+        if isinstance(e, np.ndarray) or isinstance(g, np.ndarray):
+            if not (isinstance(g, np.ndarray) and isinstance(e, np.ndarray)) or g.shape != e.shape:
+                return False
+            if not np.allclose(g, e, rtol=rtol, atol=rtol, equal_nan=True):
+                return False
+        elif g != e or type(g) is not type(e) and not (isinstance(g, (int, float)) and isinstance(e, (int, float))):
+            return False
+    return True
+
+
+def shown(result: tuple) -> str:
+    """An outcome, readable in a message."""
+    return repr(tuple(np.round(v, 6).tolist() if isinstance(v, np.ndarray) else v for v in result))[:600]
+
+
+def compare_scenarios(ours: dict[str, Callable], theirs: dict[str, Callable], what: str, rtol: float = 1e-9,
+                      messages: bool = True, words: tuple[str, ...] = ()) -> None:
+    """Each scenario's outcome (values, or the error) in the engine equals torch's. Errors compare by type and by
+    message (the messages the engine gives, word for word as torch's), or by type only where the student writes the
+    message (messages=False) or torch words it its own way (the scenarios named in words)."""
+    __tracebackhide__ = True
+    for name in theirs:
+        expected = outcome(theirs[name])
+        got = outcome(ours[name])
+        if expected[0] == "error" and (name in words or not messages):
+            assert got[:2] == expected[:2], (f"{what}, scenario {name!r}: got {shown(got)}, expected torch's "
+                                             f"{expected[1]} ({expected[2][:200]})")
+            continue
+        if expected[0] == "error" and got[0] == "error":
+            assert got[1:] == expected[1:], (f"{what}, scenario {name!r}: the error is {got[1]}: {got[2]}\ntorch "
+                                             f"raises {expected[1]}: {expected[2]}")
+        assert same(got, expected, rtol), (f"{what}, scenario {name!r}: got {shown(got)}, expected {shown(expected)} "
+                                           "as torch")
+
+
+def inference_scenarios(api: dict) -> dict[str, Callable]:
+    T = api["Tensor"]
+    rng = np.random.default_rng(55)
+    a = rng.normal(size=(2, 3))
+
+    def made_inside():
+        w = T(a, True)
+        with api["inference_mode"]():
+            t, y = T(a), w * 2.0
+        return t.is_inference(), y.is_inference(), w.is_inference()
+
+    def op_outside_on_inference_tensor():
+        with api["inference_mode"]():
+            t = T(a)
+        u = t * 2.0
+        return u.is_inference(), u.requires_grad, u
+
+    def made_in_no_grad():
+        with api["no_grad"]():
+            t = T(a)
+        return t.is_inference()
+
+    def version_of_inference_tensor():
+        with api["inference_mode"]():
+            t = T(a)
+        return t._version
+
+    def version_of_normal_tensor():
+        return T(a)._version
+
+    def inside_then_enable_grad():
+        w = T(a, True)
+        with api["inference_mode"]():
+            with api["enable_grad"]():
+                y = w * 2.0
+                flags = api["is_grad_enabled"](), api["is_inference_mode_enabled"]()
+        return flags + (y.is_inference(),)
+
+    def inference_false_inside():
+        with api["inference_mode"]():
+            with api["inference_mode"](False):
+                t = T(a)
+                flags = api["is_grad_enabled"](), api["is_inference_mode_enabled"]()
+        return flags + (t.is_inference(),)
+
+    return dict(made_inside=made_inside, op_outside_on_inference_tensor=op_outside_on_inference_tensor,
+                made_in_no_grad=made_in_no_grad, version_of_inference_tensor=version_of_inference_tensor,
+                version_of_normal_tensor=version_of_normal_tensor, inside_then_enable_grad=inside_then_enable_grad,
+                inference_false_inside=inference_false_inside)
+
+
+def check_inference_tensors(ns: dict) -> None:
+    """Tensors made inside inference_mode are inference tensors (flags, versions, ops on them), as in torch."""
+    __tracebackhide__ = True
+    with checked(ns):
+        compare_scenarios(inference_scenarios(engine(ns)), inference_scenarios(TORCH), "inference tensors")
+
+
+# -- Function.apply -------------------------------------------------------------------------------
+MODES = ("grad", "no_grad", "enable_grad inside no_grad", "inference_mode", "enable_grad inside inference_mode",
+         "set_grad_enabled(False)")
+
+
+@contextlib.contextmanager
+def mode(api: dict, name: str) -> Iterator[None]:
+    if name == "grad":
+        yield
+    elif name == "no_grad":
+        with api["no_grad"]():
+            yield
+    elif name == "enable_grad inside no_grad":
+        with api["no_grad"](), api["enable_grad"]():
+            yield
+    elif name == "inference_mode":
+        with api["inference_mode"]():
+            yield
+    elif name == "enable_grad inside inference_mode":
+        with api["inference_mode"](), api["enable_grad"]():
+            yield
+    else:
+        with api["set_grad_enabled"](False):
+            yield
+
+
+def _probes(ns: dict) -> tuple[type, type, list, list]:
+    Function = ns["Function"]
+    seen_ours: list = []
+    seen_torch: list = []
+
+    class Probe(Function):
+        """Records what ctx.needs_input_grad said in forward, and saves its three inputs."""
+
+        @staticmethod
+        def forward(ctx, a, b, c):
+            seen_ours.append(tuple(bool(f) for f in ctx.needs_input_grad))
+            ctx.save_for_backward(a, b, c)
+            return a * b + c
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b, c = ctx.saved_tensors
+            return grad * b, grad * a, grad
+
+    class TorchProbe(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b, c):
+            seen_torch.append(tuple(bool(f) for f in ctx.needs_input_grad))
+            return a * b + c
+
+        @staticmethod
+        def backward(ctx, grad):
+            return None, None, None
+
+    return Probe, TorchProbe, seen_ours, seen_torch
+
+
+def check_apply_recording(ns: dict) -> None:
+    """Who is recorded, in every mode and for every pattern of requires_grad, against torch; bytes on the meter."""
+    __tracebackhide__ = True
+    ours = engine(ns)
+    meter = ns["saved_bytes"]
+    Probe, TorchProbe, _, _ = _probes(ns)
+    rng = np.random.default_rng(31)
+    gc.collect()
+    with checked(ns):
+        for dtype in (np.float64, np.float32):
+            arrays = [rng.normal(size=(2, 3)).astype(dtype) for _ in range(3)]
+            for flags in itertools.product((False, True), repeat=3):
+                for m in MODES:
+                    xs = [ns["Tensor"](a.copy(), requires_grad=f) for a, f in zip(arrays, flags)]
+                    ts = [torch.tensor(a, requires_grad=f) for a, f in zip(arrays, flags)]
+                    where = (f"Probe.apply on inputs with requires_grad={flags}, {np.dtype(dtype).name}, in mode {m}")
+                    with mode(ours, m):
+                        before = meter()
+                        out = Probe.apply(*xs)
+                        grew = meter() - before
+                        built = xs[0] * xs[1] + xs[2]
+                    with mode(TORCH, m):
+                        t_built = ts[0] * ts[1] + ts[2]
+                        t_out = TorchProbe.apply(*ts)
+                    # torch records custom Functions inside inference_mode + enable_grad; its built-in ops do not
+                    want = (t_built.requires_grad, t_built.is_leaf, t_built.grad_fn is None)
+                    for label, result in (("the output", out), ("x0 * x1 + x2 (built-in ops)", built)):
+                        got = (result.requires_grad, result.is_leaf, result.grad_fn is None)
+                        assert got == want, (f"{where}: {label} has (requires_grad, is_leaf, grad_fn is None) = {got}, "
+                                             f"expected {want} as torch's built-in ops")
+                    assert out.dtype == dtype, f"{where}: the output is {out.dtype}, expected {np.dtype(dtype).name}"
+                    kept = sum(a.nbytes for a, f in zip(arrays, flags) if not f) if want[0] else 0
+                    assert grew == kept, (f"{where}: the meter grew by {grew} bytes, expected {kept} (the arrays "
+                                          "Probe saved, parameters' arrays excluded, and only for a recorded node: "
+                                          "call keep_for_backward(node, inputs, out) after recording)")
+                    if want[0]:
+                        g = rng.normal(size=out.shape).astype(dtype)
+                        out.backward(g)
+                        expected = [g * arrays[1], g * arrays[0], g]
+                        for i, (x, f) in enumerate(zip(xs, flags)):
+                            if f:
+                                check_close(f"{where}: input {i}'s .grad after backward", x.grad.data, expected[i],
+                                            rtol=1e-5, atol=1e-6, against="the Probe's rule")
+                            else:
+                                assert x.grad is None, f"{where}: input {i} needs no gradient, but .grad is set"
+                    del out, built, t_out, t_built
+        # an input that is not a Tensor: TypeError (torch raises TypeError too)
+        x = ns["Tensor"](np.ones(2), requires_grad=True)
+        try:
+            Probe.apply(x, 1.0, x)
+        except TypeError:
+            pass
+        except Exception as error:  # noqa: BLE001 - say what was raised instead
+            raise AssertionError(f"Probe.apply(x, 1.0, x) should raise TypeError (input 1 is not a Tensor), "
+                                 f"raised {type(error).__name__}: {error}") from None
+        else:
+            raise AssertionError("Probe.apply(x, 1.0, x) should raise TypeError (input 1 is not a Tensor)")
+        # an inference tensor that a recorded node must save: torch's error; one nobody saves: fine
+        for op in ("mul", "add", "div"):
+            results = []
+            for api in (ours, TORCH):
+                w = api["Tensor"](np.ones(3), True)
+                with api["inference_mode"]():
+                    t = api["Tensor"](np.full(3, 2.0))
+                program = {"mul": lambda: (w * t).sum(), "add": lambda: (w + t).sum(), "div": lambda: (t / w).sum()}[op]
+
+                def run():
+                    y = program()
+                    y.backward()
+                    return w.grad
+                results.append(outcome(run))
+            assert same(results[0], results[1]), (f"w {op} t with t made inside inference_mode and w requiring grad, then "
+                                              f"backward: got {shown(results[0])}, expected {shown(results[1])} as torch")
+
+
+def check_needs_input_grad(ns: dict) -> None:
+    """ctx.needs_input_grad in forward is each input's requires_grad, as torch fills it, in every mode."""
+    __tracebackhide__ = True
+    ours = engine(ns)
+    Probe, TorchProbe, seen_ours, seen_torch = _probes(ns)
+    with checked(ns):
+        for flags in itertools.product((False, True), repeat=3):
+            for m in MODES:
+                seen_ours.clear()
+                seen_torch.clear()
+                with mode(ours, m):
+                    Probe.apply(*[ns["Tensor"](np.ones(2), requires_grad=f) for f in flags])
+                with mode(TORCH, m):
+                    TorchProbe.apply(*[torch.ones(2, requires_grad=f) for f in flags])
+                assert seen_ours == seen_torch, (f"ctx.needs_input_grad seen in forward for inputs with "
+                                                 f"requires_grad={flags}, in mode {m}: got {seen_ours[:1]}, expected "
+                                                 f"{seen_torch[:1]} as torch")
+        x = ns["Tensor"](np.ones(2), requires_grad=True)
+        y = ns["Tensor"](np.ones(2))
+        z = x * 2.0
+        Probe.apply(z, y, x)
+        assert seen_ours[-1:] == [(True, False, True)], (
+            f"needs_input_grad with a non-leaf input that requires grad: got {seen_ours[-1:]}, expected "
+            "[(True, False, True)]")
+
+
+# -- detach and requires_grad_ --------------------------------------------------------------------
+def detach_scenarios(api: dict) -> dict[str, Callable]:
+    T = api["Tensor"]
+    rng = np.random.default_rng(77)
+    a = rng.normal(size=(2, 3))
+    is_torch = api["is_torch"]
+
+    def bump(t):
+        if is_torch:
+            t.mul_(1.0)
+        else:
+            t._version_counter.bump()
+
+    def fields_nonleaf():
+        x = T(a, True)
+        d = (x * 2.0).detach()
+        return d.requires_grad, d.is_leaf, d.grad_fn is None, d
+
+    def fields_leaf():
+        x = T(a, True)
+        d = x.detach()
+        return d.requires_grad, d.is_leaf, d.grad_fn is None, d is x, d
+
+    def change_shows_through():
+        x = T(a, True)
+        y = x * 3.0
+        d = y.detach()
+        (d.data if not is_torch else d.data)[0, 1] = 100.0    # through the array: no version counted, in both
+        return y, d, y._version
+
+    def version_shared():
+        x = T(a, True)
+        y = x * 3.0
+        d = y.detach()
+        bump(d)
+        bump(y)
+        return y._version, d._version
+
+    def gradient_stops_at_detach():
+        x = T(a, True)
+        y = x * x
+        z = (y.detach() * y).sum()          # d/dx of (const * x^2): 2 x * const
+        z.backward()
+        return x.grad
+
+    def detach_of_constant():
+        c = T(a)
+        d = c.detach()
+        return d.requires_grad, d.is_leaf, d
+
+    def detach_of_inference_tensor():
+        with api["inference_mode"]():
+            t = T(a)
+        return t.detach().is_inference()
+
+    def detach_float32():
+        x = T(a.astype(np.float32), True)
+        d = (x * 2.0).detach()
+        return str(d.dtype).replace("torch.", ""), d
+
+    def detach_under_no_grad():
+        x = T(a, True)
+        with api["no_grad"]():
+            d = (x * 2.0).detach()
+        return d.requires_grad, d.is_leaf
+
+    return dict(fields_nonleaf=fields_nonleaf, fields_leaf=fields_leaf, change_shows_through=change_shows_through,
+                version_shared=version_shared, gradient_stops_at_detach=gradient_stops_at_detach,
+                detach_of_constant=detach_of_constant, detach_of_inference_tensor=detach_of_inference_tensor,
+                detach_float32=detach_float32, detach_under_no_grad=detach_under_no_grad)
+
+
+def check_detach(ns: dict) -> None:
+    """detach against torch: same array, no history, shared version counter, inference flag kept."""
+    __tracebackhide__ = True
+    with checked(ns):
+        compare_scenarios(detach_scenarios(engine(ns)), detach_scenarios(TORCH), "detach")
+        x = ns["Tensor"](np.arange(6.0).reshape(2, 3), requires_grad=True)
+        y = x * 2.0
+        d = y.detach()
+        assert np.shares_memory(d.data, y.data), "y.detach() must share y's array (no copy)"
+
+
+def requires_grad_scenarios(api: dict) -> dict[str, Callable]:
+    T = api["Tensor"]
+    a = np.arange(6.0).reshape(2, 3)
+
+    def on_constant():
+        c = T(a)
+        r = c.requires_grad_()
+        return r is c, c.requires_grad, c.is_leaf
+
+    def turn_off_leaf():
+        x = T(a, True)
+        r = x.requires_grad_(False)
+        return r is x, x.requires_grad
+
+    def nonleaf_false():
+        return (T(a, True) * 2.0).requires_grad_(False)
+
+    def nonleaf_true():
+        y = T(a, True) * 2.0
+        return y.requires_grad_(True) is y, y.requires_grad
+
+    def integer_tensor():
+        return T(np.arange(3)).requires_grad_()
+
+    def integer_tensor_false():
+        t = T(np.arange(3))
+        return t.requires_grad_(False) is t, t.requires_grad
+
+    def made_in_no_grad():
+        x = T(a, True)
+        with api["no_grad"]():
+            y = x * 2.0
+        return y.requires_grad_() is y, y.requires_grad, y.is_leaf
+
+    def then_backward():
+        c = T(a).requires_grad_()
+        (c * c).sum().backward()
+        return c.grad
+
+    def inference_outside():
+        with api["inference_mode"]():
+            t = T(a)
+        return t.requires_grad_()
+
+    def inference_inside():
+        with api["inference_mode"]():
+            t = T(a)
+            t.requires_grad_()
+        return bool(t.requires_grad)
+
+    def float32():
+        return T(a.astype(np.float32)).requires_grad_().requires_grad
+
+    return dict(on_constant=on_constant, turn_off_leaf=turn_off_leaf, nonleaf_false=nonleaf_false,
+                nonleaf_true=nonleaf_true, integer_tensor=integer_tensor, integer_tensor_false=integer_tensor_false,
+                made_in_no_grad=made_in_no_grad, then_backward=then_backward, inference_outside=inference_outside,
+                inference_inside=inference_inside, float32=float32)
+
+
+def check_requires_grad_(ns: dict) -> None:
+    """requires_grad_ against torch: the flag, the return value, and torch's errors."""
+    __tracebackhide__ = True
+    with checked(ns):
+        compare_scenarios(requires_grad_scenarios(engine(ns)), requires_grad_scenarios(TORCH), "requires_grad_",
+                          messages=False)
+
+
+# -- in-place operations and versions -------------------------------------------------------------
+def _grad(t: Any) -> Any:
+    return None if t.grad is None else t.grad
+
+
+def inplace_op_scenarios(api: dict, seed: int, dtype: Any = np.float64) -> dict[str, Callable]:
+    rng = np.random.default_rng(seed)
+    a, c = rng.normal(size=(2, 3)).astype(dtype), (rng.normal(size=(2, 3)) + 3.0).astype(dtype)
+    T = api["Tensor"]
+
+    def name_of(t):
+        return t.grad_fn.name().split("::")[-1] if t.grad_fn is not None else None
+
+    def safe_inplace_on_nonleaf():
+        x, k = T(a, True), T(c)
+        h = x * k
+        h.mul_(3.0)
+        h.add_(k)
+        h.sub_(1.0)
+        h.div_(2.0)
+        (h * h).sum().backward()
+        return _grad(x), h._version, name_of(h), h
+
+    def mul_by_tensor_needing_grad():
+        x, z = T(a, True), T(c, True)
+        y = x * 1.0
+        y.mul_(z)
+        y.div_(z * z + 1.0)
+        y.sum().backward()
+        return _grad(x), _grad(z), y._version
+
+    def augmented_assignment():
+        x = T(a, True)
+        y = x * 2.0
+        y += 1                    # Python ints on the right of every augmented operator
+        y *= x
+        y -= x
+        y /= 4
+        y *= 3
+        y.sum().backward()
+        return _grad(x), y._version, name_of(y), y
+
+    def zero_and_fill():
+        x = T(a, True)
+        y, z = x * 2.0, x * 3.0
+        y.zero_()
+        z.fill_(5.0)
+        (y + z + x).sum().backward()
+        return _grad(x), name_of(y), name_of(z), y._version, z._version
+
+    def leaf_under_no_grad():
+        x = T(a, True)
+        with api["no_grad"]():
+            x.mul_(2.0)
+            x -= 1.0
+        (x * x).sum().backward()
+        return _grad(x), x._version, x.is_leaf, x
+
+    def constant_changed_in_place():
+        k = T(c)
+        k.add_(1.0)
+        k.mul_(T(a))
+        return k._version, k.requires_grad, k.is_leaf, k
+
+    def constant_times_tensor_needing_grad():
+        k, x = T(c), T(a, True)
+        k.mul_(x)
+        k.sum().backward()
+        return k.requires_grad, k.is_leaf, name_of(k), _grad(x), k._version
+
+    def changed_but_no_backward():
+        x = T(a, True)
+        y = x.exp()
+        y.add_(1.0)
+        return y._version, y
+
+    def changed_after_its_node_ran():
+        x = T(a, True)
+        y = x.exp()
+        y.sum().backward(retain_graph=True)
+        y.add_(1.0)
+        return _grad(x), y._version
+
+    def in_place_inside_inference_mode():
+        with api["inference_mode"]():
+            t = T(a)
+            t.add_(1.0)
+        return t
+
+    return dict(safe_inplace_on_nonleaf=safe_inplace_on_nonleaf, mul_by_tensor_needing_grad=mul_by_tensor_needing_grad,
+                augmented_assignment=augmented_assignment, zero_and_fill=zero_and_fill,
+                leaf_under_no_grad=leaf_under_no_grad, constant_changed_in_place=constant_changed_in_place,
+                constant_times_tensor_needing_grad=constant_times_tensor_needing_grad,
+                changed_but_no_backward=changed_but_no_backward, changed_after_its_node_ran=changed_after_its_node_ran,
+                in_place_inside_inference_mode=in_place_inside_inference_mode)
+
+
+def check_inplace_ops(ns: dict) -> None:
+    """In-place ops that are safe: values, versions, node names and gradients as torch, float64 and float32."""
+    __tracebackhide__ = True
+    with checked(ns):
+        for seed, dtype in ((1, np.float64), (2, np.float32), (3, np.float64)):
+            compare_scenarios(inplace_op_scenarios(engine(ns), seed, dtype), inplace_op_scenarios(TORCH, seed, dtype),
+                              f"in-place ops ({np.dtype(dtype).name})", rtol=1e-9 if dtype == np.float64 else 1e-5)
+        x = ns["Tensor"](np.ones(3), requires_grad=True)
+        y = x * 2.0
+        before = y.data
+        assert y.add_(1.0) is y and y.data is before, "y.add_(1) must return y itself and keep its array (in place)"
+
+
+def inplace_refusal_scenarios(api: dict) -> dict[str, Callable]:
+    T = api["Tensor"]
+    a = np.arange(6.0).reshape(2, 3)
+
+    def leaf_requiring_grad():
+        T(a, True).add_(1.0)
+
+    def leaf_requiring_grad_iadd():
+        x = T(a, True)
+        x += 1.0
+
+    def leaf_under_enable_grad():
+        x = T(a, True)
+        with api["no_grad"](), api["enable_grad"]():
+            x.mul_(2.0)
+
+    def leaf_under_set_grad_enabled_false():
+        x = T(a, True)
+        with api["set_grad_enabled"](False):
+            x.zero_()
+        return x, x._version
+
+    def broadcast_into_smaller():
+        x = T(a[0], True)
+        y = x * 2.0
+        y.add_(T(np.ones((2, 3))))
+
+    def inference_tensor_outside():
+        with api["inference_mode"]():
+            t = T(a)
+        t.mul_(2.0)
+
+    def inference_tensor_under_no_grad():
+        with api["inference_mode"]():
+            t = T(a)
+        with api["no_grad"]():
+            t.mul_(2.0)
+
+    def leaf_of_inference_mode():
+        x = T(a, True)
+        with api["inference_mode"]():
+            x.add_(1.0)
+        return x
+
+    return dict(leaf_requiring_grad=leaf_requiring_grad, leaf_requiring_grad_iadd=leaf_requiring_grad_iadd,
+                leaf_under_enable_grad=leaf_under_enable_grad,
+                leaf_under_set_grad_enabled_false=leaf_under_set_grad_enabled_false,
+                broadcast_into_smaller=broadcast_into_smaller, inference_tensor_outside=inference_tensor_outside,
+                inference_tensor_under_no_grad=inference_tensor_under_no_grad,
+                leaf_of_inference_mode=leaf_of_inference_mode)
+
+
+def check_inplace_refusals(ns: dict) -> None:
+    """What torch refuses (a leaf that requires grad while recording, inference tensors outside) and allows."""
+    __tracebackhide__ = True
+    with checked(ns):
+        compare_scenarios(inplace_refusal_scenarios(engine(ns)), inplace_refusal_scenarios(TORCH), "in-place refusals",
+                          messages=False)
+
+
+def version_error_scenarios(api: dict, seed: int, dtype: Any = np.float64) -> dict[str, Callable]:
+    rng = np.random.default_rng(seed)
+    a, c = rng.normal(size=(3,)).astype(dtype), (rng.normal(size=(3,)) + 3.0).astype(dtype)
+    T = api["Tensor"]
+
+    def output_changed():
+        x = T(a, True)
+        y = x.exp()
+        y.add_(1.0)
+        y.sum().backward()
+
+    def saved_constant_changed():
+        x, k = T(a, True), T(c)
+        y = x * k
+        k.mul_(2.0)
+        y.sum().backward()
+
+    def saved_input_changed_twice():
+        x = T(a, True)
+        h = x * 1.0
+        y = h * x
+        h.add_(1.0)
+        h.mul_(2.0)
+        y.sum().backward()
+
+    def changed_through_detach():
+        x = T(a, True)
+        e = x.exp()
+        e.detach().add_(1.0)
+        e.sum().backward()
+
+    def changed_under_no_grad():
+        x = T(a, True)
+        y = x.tanh()
+        with api["no_grad"]():
+            y.mul_(2.0)
+        y.sum().backward()
+
+    def step_before_backward():
+        w = T(c, True)
+        x = T(a)
+        loss = (x * w).sum()
+        with api["no_grad"]():
+            w.sub_(0.1)
+        loss.backward()
+
+    def changed_then_unused():
+        x, k = T(a, True), T(c)
+        y = x + k                 # add saves nothing: changing k is harmless
+        k.mul_(2.0)
+        y.sum().backward()
+        return _grad(x)
+
+    def changed_in_a_branch_not_saved():
+        x = T(a, True)
+        h = x * 2.0
+        y = h.exp()               # exp saves its output, not h
+        h.add_(1.0)
+        y.sum().backward()
+        return _grad(x)
+
+    return dict(output_changed=output_changed, saved_constant_changed=saved_constant_changed,
+                saved_input_changed_twice=saved_input_changed_twice, changed_through_detach=changed_through_detach,
+                changed_under_no_grad=changed_under_no_grad, step_before_backward=step_before_backward,
+                changed_then_unused=changed_then_unused, changed_in_a_branch_not_saved=changed_in_a_branch_not_saved)
+
+
+def check_version_errors(ns: dict) -> None:
+    """backward checks the versions of what each node saved: torch's error, word for word, or torch's gradients."""
+    __tracebackhide__ = True
+    with checked(ns):
+        for seed, dtype in ((4, np.float64), (5, np.float32)):
+            compare_scenarios(version_error_scenarios(engine(ns), seed, dtype),
+                              version_error_scenarios(TORCH, seed, dtype), f"version check ({np.dtype(dtype).name})",
+                              rtol=1e-9 if dtype == np.float64 else 1e-5)
+        # the optimiser's step updates in place (torch's SGD runs param.add_(grad, alpha=-lr) under no_grad): a graph
+        # that saved the parameter before the step raises at backward
+        texts = []
+        for api in (engine(ns), TORCH):
+            w, h = api["Tensor"](np.ones((3, 3)), True), api["Tensor"](np.ones((2, 3)), True)
+            out = (h @ w).sum()
+            w.grad = api["Tensor"](np.ones((3, 3)))
+            if api["is_torch"]:
+                with torch.no_grad():
+                    w.sub_(0.1 * w.grad)
+            else:
+                ns["SGD"]([w], lr=0.1).step()
+            texts.append(outcome(out.backward))
+        assert same(texts[0], texts[1]), (f"backward after SGD(...).step() changed a saved weight: got "
+                                          f"{shown(texts[0])}, expected {shown(texts[1])} as torch")
+
+
+# -- hooks, retain_grad, anomaly mode -------------------------------------------------------------
+def hook_scenarios(api: dict) -> dict[str, Callable]:
+    T = api["Tensor"]
+    is_torch = api["is_torch"]
+
+    def array(g):
+        return np.array(g.detach().numpy() if is_torch else g.data, dtype=np.float64).copy()
+
+    def leaf_hook_replaces_before_accumulation():
+        x = T(np.ones(3), True)
+        seen = []
+        h1 = x.register_hook(lambda g: seen.append(array(g)))
+        h2 = x.register_hook(lambda g: g * 10.0)
+        (x * 2.0).sum().backward()
+        first = x.grad
+        h2.remove()
+        x.grad = None
+        (x * 2.0).sum().backward()
+        h1.remove()
+        (x * 2.0).sum().backward()
+        return first, x.grad, np.array(seen)
+
+    def hooks_run_in_registration_order():
+        x = T(np.ones(2), True)
+        calls = []
+        x.register_hook(lambda g: calls.append("first") or g + 1.0)
+        x.register_hook(lambda g: calls.append("second") or g * 3.0)
+        (x * 1.0).sum().backward()
+        return ",".join(calls), x.grad
+
+    def nonleaf_hook_flows_on():
+        x = T(np.arange(3.0), True)
+        y = x * 2.0
+        seen = []
+        y.register_hook(lambda g: seen.append(array(g)))
+        y.register_hook(lambda grad: grad * 100.0)
+        (y * y).sum().backward()
+        return x.grad, np.array(seen), y.grad is None
+
+    def hook_once_on_summed_gradient():
+        x = T(np.ones(3), True)
+        y = x * 2.0
+        calls = []
+        y.register_hook(lambda g: calls.append(array(g)))
+        (y + y * y).sum().backward()
+        return float(len(calls)), np.array(calls), x.grad
+
+    def hook_returns_none_keeps_gradient():
+        x = T(np.arange(3.0), True)
+        x.register_hook(lambda g: None)
+        (x * x).sum().backward()
+        return x.grad
+
+    def removed_inside_a_with():
+        x = T(np.ones(2), True)
+        with x.register_hook(lambda g: g * 0.0):
+            pass
+        (x * 4.0).sum().backward()
+        return x.grad
+
+    def hook_on_leaf_used_twice():
+        x = T(np.arange(3.0), True)
+        calls = []
+        x.register_hook(lambda g: calls.append(1) or g * 2.0)
+        (x * x).sum().backward()
+        return float(len(calls)), x.grad
+
+    def hook_not_called_without_gradient():
+        x, w = T(np.ones(3), True), T(np.ones(3), True)
+        calls = []
+        x.register_hook(lambda g: calls.append(1))
+        _unused = x * 2.0
+        (w * 3.0).sum().backward()
+        return float(len(calls)), x.grad is None
+
+    def hook_changes_shape():
+        x = T(np.ones(3), True)
+        y = x * 2.0
+
+        def hook(g):
+            return T(np.ones(4))
+        y.register_hook(hook)
+        y.sum().backward()
+
+    def hook_on_constant():
+        T(np.ones(3)).register_hook(lambda g: g)
+
+    def float32_gradient():
+        x = T(np.ones(3, dtype=np.float32), True)
+        x.register_hook(lambda g: g * 0.5)
+        (x * 3.0).sum().backward()
+        return str(x.grad.dtype).replace("torch.", ""), x.grad
+
+    return dict(leaf_hook_replaces_before_accumulation=leaf_hook_replaces_before_accumulation,
+                hooks_run_in_registration_order=hooks_run_in_registration_order,
+                nonleaf_hook_flows_on=nonleaf_hook_flows_on, hook_once_on_summed_gradient=hook_once_on_summed_gradient,
+                hook_returns_none_keeps_gradient=hook_returns_none_keeps_gradient,
+                removed_inside_a_with=removed_inside_a_with, hook_on_leaf_used_twice=hook_on_leaf_used_twice,
+                hook_not_called_without_gradient=hook_not_called_without_gradient,
+                hook_changes_shape=hook_changes_shape, hook_on_constant=hook_on_constant,
+                float32_gradient=float32_gradient)
+
+
+def check_hooks(ns: dict) -> None:
+    """register_hook against torch: what a hook sees, what it replaces, when it runs, and remove()."""
+    __tracebackhide__ = True
+    with checked(ns):
+        compare_scenarios(hook_scenarios(engine(ns)), hook_scenarios(TORCH), "hooks", messages=False)
+
+
+def retain_scenarios(api: dict) -> dict[str, Callable]:
+    T = api["Tensor"]
+
+    def retained():
+        x = T(np.arange(3.0), True)
+        y = x * 2.0
+        y.retain_grad()
+        z = y * y
+        z.sum().backward()
+        return y.grad, y.retains_grad, z.grad is None, z.retains_grad
+
+    def retain_then_hook():
+        x = T(np.ones(3), True)
+        y = x * 2.0
+        y.retain_grad()
+        y.register_hook(lambda grad: grad * 100.0)
+        (y * 3.0).sum().backward()
+        return y.grad, x.grad
+
+    def hook_then_retain():
+        x = T(np.ones(3), True)
+        y = x * 2.0
+        y.register_hook(lambda grad: grad * 100.0)
+        y.retain_grad()
+        (y * 3.0).sum().backward()
+        return y.grad, x.grad
+
+    def retained_grad_accumulates():
+        x = T(np.arange(3.0), True)
+        y = x * 2.0
+        y.retain_grad()
+        z = (y * y).sum()
+        z.backward(retain_graph=True)
+        z.backward()
+        return y.grad, x.grad
+
+    def retained_twice_counts_once():
+        x = T(np.arange(3.0), True)
+        y = x * 2.0
+        y.retain_grad()
+        y.retain_grad()
+        (y * y).sum().backward()
+        return y.grad
+
+    def on_leaf():
+        x = T(np.arange(3.0), True)
+        r = x.retain_grad()
+        (x * x).sum().backward()
+        return r is None, x.retains_grad, x.grad
+
+    def on_constant():
+        T(np.ones(3)).retain_grad()
+
+    def not_retained():
+        x = T(np.ones(3), True)
+        y = x * 2.0
+        (y * y).sum().backward()
+        return y.grad is None, y.retains_grad
+
+    def retained_float32():
+        x = T(np.ones(3, dtype=np.float32), True)
+        y = x * 2.0
+        y.retain_grad()
+        (y * y).sum().backward()
+        return str(y.grad.dtype).replace("torch.", ""), y.grad
+
+    return dict(retained=retained, retain_then_hook=retain_then_hook, hook_then_retain=hook_then_retain,
+                retained_grad_accumulates=retained_grad_accumulates, retained_twice_counts_once=retained_twice_counts_once,
+                on_leaf=on_leaf, on_constant=on_constant, not_retained=not_retained, retained_float32=retained_float32)
+
+
+def check_retain_grad(ns: dict) -> None:
+    """retain_grad against torch: non-leaves keep .grad, after every other hook, accumulating."""
+    __tracebackhide__ = True
+    with checked(ns):
+        compare_scenarios(retain_scenarios(engine(ns)), retain_scenarios(TORCH), "retain_grad", messages=False)
+
+
+def check_anomaly(ns: dict) -> None:
+    """Anomaly mode against torch.autograd.detect_anomaly: the NaN message names the node and output; the engine
+    adds where forward created it (the function and line of the forward call)."""
+    __tracebackhide__ = True
+    Function, Tensor, detect_anomaly = ns["Function"], ns["Tensor"], ns["detect_anomaly"]
+
+    class NanBack(Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            return x * w
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g * np.nan
+
+    torch_nan_back = type("NanBack", (torch.autograd.Function,), {
+        "forward": staticmethod(lambda ctx, x, w: x * w),
+        "backward": staticmethod(lambda ctx, g: (g, g * float("nan")))})
+
+    def forward_that_makes_nan(x, w):
+        return NanBack.apply(x, w).sum()
+
+    def forward_dividing_zero(x):
+        h = x * 1.0
+        return (h / h).sum()
+
+    def error(fn):
+        try:
+            fn()
+        except RuntimeError as e:
+            return str(e)
+        return "no error"
+
+    with checked(ns):
+        cases = [("a custom Function whose rule returns NaN for its second input", forward_that_makes_nan,
+                  lambda t: torch_nan_back.apply(*t).sum(), 2),
+                 ("0 / 0 (the gradient of the divisor is NaN)", forward_dividing_zero,
+                  lambda t: ((t[0] * 1.0) / (t[0] * 1.0)).sum(), 1)]
+        for label, forward, torch_forward, n in cases:
+            for dtype in (np.float64, np.float32):
+                xs = [Tensor(np.zeros(3, dtype=dtype) if n == 1 else np.ones(3, dtype=dtype), requires_grad=True)
+                      for _ in range(n)]
+                ts = [torch.tensor(x.data, requires_grad=True) for x in xs]
+                with detect_anomaly():
+                    y = forward(*xs)
+                    ours = error(y.backward)
+                with torch.autograd.detect_anomaly():
+                    ty = torch_forward(ts)
+                    theirs = error(ty.backward)
+                assert ours.split(" The forward call")[0] == theirs, (
+                    f"{label}, in anomaly mode: the error says\n  {ours[:300]}\ntorch says\n  {theirs}")
+                assert forward.__name__ in ours, (
+                    f"{label}: the error must say where forward created the node (the creation site, recorded in "
+                    f"forward): {forward.__name__!r} is not in\n  {ours[:600]}")
+                assert not ns["is_anomaly_enabled"](), "anomaly mode is still on after the with block"
+                # without anomaly mode the NaN flows silently, in both
+                xs = [Tensor(x.data.copy(), requires_grad=True) for x in xs]
+                y = forward(*xs)
+                assert error(y.backward) == "no error", f"{label}: outside anomaly mode backward must not raise"
+                assert np.isnan(xs[-1].grad.data).all(), f"{label}: outside anomaly mode the NaN reaches .grad"
+        # a version error inside anomaly mode names where forward created the failing node
+        x = Tensor(np.ones(3), requires_grad=True)
+
+        def forward_with_exp(x):
+            return x.exp()
+
+        with detect_anomaly():
+            y = forward_with_exp(x)
+            y.add_(1.0)
+            message = error(lambda: y.sum().backward())
+        assert "modified by an inplace operation" in message and "forward_with_exp" in message, (
+            f"a version error in anomaly mode must add where forward created the node; got\n  {message[:600]}")
+        # no NaN: anomaly mode changes nothing
+        x = Tensor(np.arange(3.0), requires_grad=True)
+        with detect_anomaly():
+            (x * x).sum().backward()
+        check_close("x.grad of sum(x * x) computed in anomaly mode", x.grad.data, 2 * np.arange(3.0),
+                    against="2x (anomaly mode only checks)")
+
+
+# -- rules that skip unneeded gradients ----------------------------------------------------------
+RULE_CASES = [
+    ("mul", lambda a, b: a * b, [(3, 4), (4,)]),
+    ("mul", lambda a, b: a * b, [(2, 1, 3), (4, 1)]),
+    ("div", lambda a, b: a / b, [(2, 3), (2, 1)]),
+    ("div", lambda a, b: a / b, [(3,), (2, 3)]),
+    ("matmul", lambda a, b: a @ b, [(5, 3), (3, 2)]),
+    ("matmul", lambda a, b: a @ b, [(2, 5, 3), (3,)]),
+    ("matmul", lambda a, b: a @ b, [(3,), (4, 3, 2)]),
+    ("matmul", lambda a, b: a @ b, [(1, 5, 3), (4, 3, 2)]),
+    ("matmul", lambda a, b: a @ b, [(3,), (3,)]),
+]
+FLAGS = [(True, True), (True, False), (False, True)]
+
+
+def _torch_saves(fn: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    saves: list[torch.Tensor] = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saves.append(t) or t, lambda t: t):
+        out = fn()
+    return out, saves
+
+
+def check_rule_gradients(ns: dict) -> None:
+    """Mul, Div and MatMul: torch's gradients for the inputs that need one, None for the others, dtypes kept."""
+    __tracebackhide__ = True
+    Tensor = ns["Tensor"]
+    rng = np.random.default_rng(5)
+    with checked(ns):
+        for op, fn, shapes in RULE_CASES:
+            arrays = [rng.normal(size=s) + (2.0 if op == "div" else 0.0) for s in shapes]
+            for flags in FLAGS:
+                for dtype in (np.float64, np.float32):
+                    where = (f"{op} of shapes {shapes[0]} and {shapes[1]}, {np.dtype(dtype).name}, with "
+                             f"requires_grad={flags}")
+                    xs = [Tensor(a.astype(dtype), requires_grad=f) for a, f in zip(arrays, flags)]
+                    ts = [torch.tensor(a.astype(dtype), requires_grad=f) for a, f in zip(arrays, flags)]
+                    out, t_out = fn(*xs), fn(*ts)
+                    check_close(f"the value of {where}", out.data, t_out.detach().numpy(),
+                                rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6 if dtype == np.float32 else 1e-12)
+                    g = rng.normal(size=out.shape).astype(dtype)
+                    direct = out.grad_fn.function.backward(out.grad_fn.ctx, g)
+                    assert isinstance(direct, tuple) and len(direct) == 2, f"{where}: backward returns two gradients"
+                    for i, (grad, f) in enumerate(zip(direct, flags)):
+                        if not f:
+                            assert grad is None, (f"{where}: backward returned {type(grad).__name__} for input {i}, "
+                                                  "which needs no gradient: return None, as torch does")
+                    out.backward(g)
+                    t_out.backward(torch.from_numpy(g))
+                    tol = 1e-12 if dtype == np.float64 else 2e-5
+                    for i, (x, t) in enumerate(zip(xs, ts)):
+                        if t.grad is None:
+                            assert x.grad is None, f"{where}: input {i} needs no gradient but got one"
+                            continue
+                        assert x.grad is not None, f"{where}: input {i} got no gradient"
+                        assert x.grad.dtype == dtype and x.grad.shape == x.shape, (
+                            f"{where}: input {i}'s gradient is {x.grad.dtype} of shape {x.grad.shape}, expected "
+                            f"{np.dtype(dtype).name} of shape {x.shape}")
+                        check_close(f"{where}: input {i}'s gradient", x.grad.data, t.grad.numpy(), rtol=tol, atol=tol)
+
+
+def check_rule_saves(ns: dict) -> None:
+    """What each rule keeps for backward: only the arrays a needed gradient uses (counted as torch counts them)."""
+    __tracebackhide__ = True
+    Tensor, meter = ns["Tensor"], ns["saved_bytes"]
+    rng = np.random.default_rng(6)
+    gc.collect()
+    # what each gradient needs: d(a*b)/da = b, /db = a; d(a/b)/da uses b, /db uses a and b; a@b: da uses b, db uses a
+    needs = {"mul": lambda fa, fb: (fb, fa), "div": lambda fa, fb: (fb, True), "matmul": lambda fa, fb: (fb, fa)}
+    with checked(ns):
+        for op, fn, shapes in RULE_CASES:
+            arrays = [rng.normal(size=s) + (2.0 if op == "div" else 0.0) for s in shapes]
+            for flags in FLAGS:
+                where = f"{op} of shapes {shapes[0]} and {shapes[1]} with requires_grad={flags}"
+                xs = [Tensor(a, requires_grad=f) for a, f in zip(arrays, flags)]
+                before = meter()
+                out = fn(*xs)
+                grew = meter() - before
+                saved = [s for s in out.grad_fn.ctx.saved_tensors if s is not None]
+                keep_a, keep_b = needs[op](*flags)
+                expected = [x.data for x, keep in zip(xs, (keep_a, keep_b)) if keep]
+                assert len(saved) == len(expected) and all(any(s is e for s in saved) for e in expected), (
+                    f"{where}: the rule saved arrays of shapes {[np.shape(s) for s in saved]}; expected exactly the "
+                    f"inputs' own arrays of shapes {[np.shape(e) for e in expected]} (what the needed gradients use, "
+                    "no copies)")
+                if op != "div":
+                    _, t_saves = _torch_saves(lambda: fn(*[torch.tensor(a, requires_grad=f)
+                                                           for a, f in zip(arrays, flags)]))
+                    assert len(saved) == len(t_saves), (f"{where}: saved {len(saved)} arrays, torch saves "
+                                                        f"{len(t_saves)}")
+                kept = sum(e.nbytes for e, x in zip(expected, [x for x, k in zip(xs, (keep_a, keep_b)) if k])
+                           if not x.requires_grad)
+                assert grew == kept, f"{where}: the meter grew by {grew} bytes, expected {kept}"
+                del out
