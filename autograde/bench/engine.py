@@ -1,13 +1,18 @@
 """`make bench-engine`: the reference engine against torch on CPU, one MLP training step (a measurement, not a test).
 
 The model: batch 256, 784 -> 256 (ReLU) -> 10, cross-entropy, float32, the
-same initial weights in both. For each engine: forward time, backward time
+same initial weights in both. The engine is the reference engine of chapter 5
+(whose rules skip the gradient of an input that needs none, such as X) or,
+with --engine ch03, chapter 3's (every rule computes every input's gradient).
+NumPy's BLAS and torch use the same number of threads (--threads, default 1:
+on a shared machine more threads make the timings noisy). For each engine: forward time, backward time
 (after a fresh forward), a full SGD step (forward, backward, update, zero
 grad), the engine's ratio to torch for each, and backward / forward within
 each engine. Reports the fastest of several repeats after a warm-up (the run
 least disturbed by other work on the machine), and the median beside it.
 
-Usage: python -m autograde.bench.engine [--repeats N] [--batch B] [--dtype float32|float64]
+Usage: python -m autograde.bench.engine [--repeats N] [--batch B] [--dtype float32|float64] [--engine ch03|ch05]
+                                       [--threads T]
 """
 from __future__ import annotations
 
@@ -75,8 +80,11 @@ def measure(params: list, compute_loss: Callable[[], object], update: Callable[[
     }
 
 
-def bench_engine(X, y, weights, repeats: int) -> dict[str, list[float]]:
-    """Timings of the course's reference engine (chapters 2-3)."""
+def bench_engine(X, y, weights, repeats: int, engine: str = "ch05") -> dict[str, list[float]]:
+    """Timings of the course's reference engine: chapters 2-3, or with chapter 5's rules registered on top."""
+    import importlib
+
+    importlib.import_module("course.reference.ch05_grad_modes" if engine == "ch05" else "course.reference.ch03_vjp_rules")
     from course.reference.ch03_vjp_rules import Tensor, cross_entropy
 
     params = [Tensor(w.copy(), requires_grad=True) for w in weights]
@@ -91,7 +99,7 @@ def bench_engine(X, y, weights, repeats: int) -> dict[str, list[float]]:
 
 
 def bench_torch(X, y, weights, repeats: int) -> dict[str, list[float]]:
-    """The same timings with torch (CPU, its default thread count)."""
+    """The same timings with torch (CPU, the thread count main set)."""
     import torch
 
     params = [torch.tensor(w, requires_grad=True) for w in weights]
@@ -112,15 +120,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    parser.add_argument("--engine", default="ch05", choices=["ch03", "ch05"],
+                        help="the reference engine of chapter 3, or chapter 5's (skips unneeded gradients)")
+    parser.add_argument("--threads", type=int, default=1, help="threads for NumPy's BLAS and for torch (default 1)")
     args = parser.parse_args(argv)
     import torch
 
+    from course.threads import fix_threads
+
+    threads = fix_threads(args.threads)
+
     sizes = (784, 256, 10)
     X, y, weights = make_problem(args.batch, sizes, args.dtype)
-    engine = bench_engine(X, y, weights, args.repeats)
+    engine = bench_engine(X, y, weights, args.repeats, args.engine)
     reference = bench_torch(X, y, weights, args.repeats)
     print(f"MLP {args.batch} x {' -> '.join(map(str, sizes))}, {args.dtype}, fastest (median) of {args.repeats} runs "
-          f"(NumPy {np.__version__}, torch {torch.__version__} with {torch.get_num_threads()} threads)")
+          f"(engine of {args.engine}; NumPy {np.__version__}, torch {torch.__version__}; threads: {threads})")
     print(f"{'':10} {'engine ms':>17} {'torch ms':>17} {'engine/torch':>13}")
     best = {name: {k: min(v) for k, v in result.items()} for name, result in (("engine", engine), ("torch", reference))}
     for key in ("forward", "backward", "step"):
