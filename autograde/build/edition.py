@@ -4,7 +4,7 @@
 
 DEST gets, for chapters 1..N (N = CHAPTER):
 - notebooks/<ch>/<ch>.ipynb: the release notebooks (nbgrader's student version: stubs, visible tests);
-- course/: the runtime package (checking, graphs, data) with course/reference holding the reference engine
+- course/: the runtime package (checking, graphs, data, threads) with course/reference holding the reference engine
   of chapters 1..N-1 only, and CHAPTERS listing chapters 1..N;
 - pyproject.toml (the course's dependencies; the package `course` only) and the constraints file;
 - .binder/ (Binder builds it and opens chapter 1) and .jupyter/ (the student-only Jupyter configuration);
@@ -34,8 +34,10 @@ from autograde import notebook as nbk
 from autograde.paths import REPO, reference_path, release_path
 
 MARKER = "edition.json"
-RUNTIME_MODULES = ("__init__.py", "checking.py", "graphs.py", "data.py", "py.typed")
-"""The files of course/ a student's kernel needs, besides course/reference/."""
+RUNTIME_MODULES = tuple(sorted(p.name for p in (REPO / "course").iterdir()
+                               if p.is_file() and p.suffix in (".py", ".typed")))
+"""The files of course/ a student's kernel needs (all of them: course/ is the runtime package), besides
+course/reference/, which the edition filters by chapter."""
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
@@ -174,7 +176,7 @@ instructor tools.
 | path | what |
 | --- | --- |
 | `notebooks/` | the chapters' notebooks: your copy to work in |
-| `course/` | helpers the notebooks import: `checking` (the tests' messages), `graphs` (pictures of a recorded graph), `data` (small datasets), `reference` (the engine of the earlier chapters) |
+| `course/` | helpers the notebooks import: `checking` (the tests' messages), `graphs` (pictures of a recorded graph), `data` (small datasets), `threads` (one thread count for timings), `reference` (the engine of the earlier chapters) |
 | `pyproject.toml`, `constraints.txt` | the packages to install, at the versions the course was tested with |
 | `.binder/`, `.jupyter/` | the Binder set-up and the Jupyter configuration |
 """
