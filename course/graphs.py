@@ -91,7 +91,7 @@ def _is_torch_node(node: Any) -> bool:
 
 def _to_numpy(value: Any) -> np.ndarray:
     """A copy of a gradient as an ndarray (torch tensor, course Tensor or ndarray)."""
-    if hasattr(value, "detach"):
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor (the course's Tensor has detach too)
         return value.detach().cpu().numpy().copy()
     return np.array(getattr(value, "data", value), copy=True)
 
@@ -106,6 +106,10 @@ def _describe(name: str, value: Any) -> list[Saved]:
     if isinstance(value, (list, tuple)) and value and all(hasattr(v, "element_size") for v in value):
         return [s for k, v in enumerate(value) for s in _describe(f"{name}[{k}]", v)]
     return [Saved(name, value=value if isinstance(value, (int, float, bool, str, tuple)) else repr(value)[:40])]
+
+
+ENGINE_CTX_ATTRIBUTES = {"saved_tensors", "needs_input_grad"}
+"""What the engine, not the rule, puts on ctx (chapter 5 adds needs_input_grad): not a saved value."""
 
 
 def _saved_of(node: Any) -> tuple[Saved, ...]:
@@ -123,7 +127,7 @@ def _saved_of(node: Any) -> tuple[Saved, ...]:
         entries += _describe(f"saved_tensors[{k}]", array)
     ctx = getattr(node, "ctx", None)
     for attr in sorted(vars(ctx)) if ctx is not None else []:
-        if attr != "saved_tensors" and not attr.startswith("_"):
+        if attr not in ENGINE_CTX_ATTRIBUTES and not attr.startswith("_"):
             entries += _describe(f"ctx.{attr}", getattr(ctx, attr))
     return tuple(entries)
 

@@ -16,6 +16,7 @@ exactly the test cells it concerns.
 from __future__ import annotations
 
 import ast
+import hashlib
 from dataclasses import asdict, dataclass, field
 
 from nbformat import NotebookNode
@@ -112,8 +113,39 @@ class ExpectedCell:
     """the source a student received (hidden tests removed)"""
 
 
-def tampering(submission: NotebookNode, expected: dict[str, ExpectedCell]) -> list[Incident]:
-    """What a submission changed in the cells it may not change."""
+def version_hash(source: str) -> str:
+    """A short fingerprint of a read-only or test cell's release text (as normalised)."""
+    return hashlib.sha256(normalised(source).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class EarlierReleases:
+    """What earlier releases of a chapter handed to students (autograde/releases/<chapter>.json): per release,
+    the grade_ids it had and the fingerprint of each read-only or test cell. A notebook handed in under an
+    earlier release has that release's version of a cell, not an edited one, and lacks the cells added since."""
+
+    releases: tuple[dict, ...] = ()
+
+    def known_version(self, gid: str, source: str) -> bool:
+        digest = version_hash(source)
+        return any(digest in r.get("cells", {}).get(gid, ()) for r in self.releases)
+
+    def release_of(self, present: dict[str, NotebookNode], today: dict[str, str]) -> dict | None:
+        """The earlier release a submission came from: every cell it has of that release's read-only and test
+        cells is that release's version, and at least one of them is not today's (today: grade_id -> release text)."""
+        for r in self.releases:
+            cells = r.get("cells", {})
+            mine = {gid: c for gid, c in present.items() if gid in cells}
+            if (mine and all(version_hash(c.source) in cells[gid] for gid, c in mine.items())
+                    and any(gid not in today or normalised(c.source) != normalised(today[gid])
+                            for gid, c in mine.items())):
+                return r
+        return None
+
+
+def tampering(submission: NotebookNode, expected: dict[str, ExpectedCell],
+              earlier: EarlierReleases = EarlierReleases()) -> list[Incident]:
+    """What a submission changed in the cells it may not change (an earlier release's version is no change)."""
     out: list[Incident] = []
     seen: dict[str, int] = {}
     for i, cell in enumerate(submission.cells):
@@ -129,10 +161,13 @@ def tampering(submission: NotebookNode, expected: dict[str, ExpectedCell]) -> li
             what = "test" if expected[gid].grade else "answer" if expected[gid].solution else "read-only"
             out.append(Incident("tampering", gid, f"{what} cell {gid} appears {count} times; only one copy was graded"))
     present = {nbk.grade_id(c): c for c in submission.cells if nbk.grade_id(c)}
+    old_release = earlier.release_of(present, {gid: e.release_source for gid, e in expected.items() if e.locked})
     for gid, exp in expected.items():
         cell = present.get(gid)
         kind = "test" if exp.grade else "answer" if exp.solution else "read-only"
         if cell is None:
+            if old_release is not None and gid not in old_release.get("ids", ()):
+                continue  # added after the release this notebook was handed out under: run, not missed
             if exp.grade or exp.locked:
                 fate = "restored from the gradebook and run" if exp.grade else "not restored: the cells after it ran without it"
                 out.append(Incident("tampering", gid, f"{kind} cell {gid} was deleted ({fate})"))
@@ -146,10 +181,16 @@ def tampering(submission: NotebookNode, expected: dict[str, ExpectedCell]) -> li
                 changed = float(meta["points"]) != float(exp.points)
             except (TypeError, ValueError):
                 changed = True
+            if changed and old_release is not None:  # the points the earlier release gave are no change
+                try:
+                    changed = old_release.get("points", {}).get(gid) != float(meta["points"])
+                except (TypeError, ValueError):
+                    pass
             if changed:
                 out.append(Incident("tampering", gid, f"the points of {gid} were changed to {meta['points']!r} "
                                                       f"(restored to {exp.points:g})"))
-        if exp.locked and not exp.solution and normalised(cell.source) != normalised(exp.release_source):
+        if (exp.locked and not exp.solution and normalised(cell.source) != normalised(exp.release_source)
+                and not earlier.known_version(gid, cell.source)):
             out.append(Incident("tampering", gid, f"{kind} cell {gid} was edited (the original was restored and run)"))
     return out
 

@@ -14,6 +14,7 @@ import pytest
 
 from autograde import notebook as nbk
 from autograde.grader import command as grading
+from autograde.grader import releases
 
 LEGACY = Path(__file__).parent / "legacy"
 CHAPTERS = sorted(p.stem for p in LEGACY.glob("*.ipynb"))
@@ -58,3 +59,15 @@ def test_old_submission_graded_without_tampering(graded, chapter):
     assert not kinds & {"tampering", "ungradable", "cheating", "hook"}, \
         f"{chapter}: {[i.words() for i in result.incidents]}\n{report}"
     assert result.score and result.score > 0, f"{chapter}: scored {result.score}\n{report}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_an_old_release_cell_is_known_and_an_edited_one_is_not(chapter):
+    """autograde/releases/<chapter>.json knows the first release's test cells; an edit of one is still an edit."""
+    record = releases.load(chapter)
+    old = nbk.read(LEGACY / f"{chapter}.ipynb")
+    tests = [c for c in old.cells if nbk.is_test(c)]
+    assert tests and all(record.known_version(nbk.grade_id(c), c.source) for c in tests)
+    assert not any(record.known_version(nbk.grade_id(c), c.source + "\nassert True") for c in tests)
+    present = {nbk.grade_id(c): c for c in old.cells if nbk.grade_id(c)}
+    assert record.release_of(present, {}) is not None

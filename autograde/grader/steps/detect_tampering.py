@@ -7,6 +7,7 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograde import notebook as nbk
+from autograde.grader import releases
 from autograde.grader import incidents
 
 
@@ -47,7 +48,7 @@ class DetectTampering(NbGraderPreprocessor):
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict):
         expected = _expected_cells(resources)
         retired = _retired_ids(resources)
-        found = incidents.tampering(nb, expected)
+        found = incidents.tampering(nb, expected, releases.load(resources.get("nbgrader", {}).get("assignment", "")))
         for i, cell in enumerate(nb.cells):
             gid = nbk.grade_id(cell)
             if "nbgrader" in cell.get("metadata", {}) and gid not in expected:
