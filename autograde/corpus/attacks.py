@@ -176,22 +176,14 @@ def FN(*args, **kwargs):
 """
 
 
-def _scratch(nb: NotebookNode, after: str, code: str) -> NotebookNode:
-    """A code cell of the student's own (no nbgrader metadata) right after the answer cell `after`."""
+def _scratch(nb: NotebookNode, code: str, after: str | None = None) -> NotebookNode:
+    """A code cell of the student's own (no nbgrader metadata) right after the answer cell `after`, or at the
+    very end of the notebook."""
     from nbformat.v4 import new_code_cell
 
     out = nbk.copy_notebook(nb)
-    index = out.cells.index(_cell(out, after))
-    out.cells.insert(index + 1, new_code_cell(code))
-    return out
-
-
-def _scratch_last(nb: NotebookNode, code: str) -> NotebookNode:
-    """A code cell of the student's own at the very end of the notebook."""
-    from nbformat.v4 import new_code_cell
-
-    out = nbk.copy_notebook(nb)
-    out.cells.append(new_code_cell(code))
+    index = out.cells.index(_cell(out, after)) + 1 if after else len(out.cells)
+    out.cells.insert(index, new_code_cell(code))
     return out
 
 
@@ -280,8 +272,8 @@ def attacks(chapter: str, targets: tuple[str, ...] = (), port: int = 0) -> list[
                                     "wrapped so the text never says `torch` in the answer cell)",
                _append(filled, answer, TORCH_AT_RUN_TIME.replace("FN", fn)), t1, ("cheating",)),
         Attack("torch_explored_in_scratch", "a scratch cell of the student's own explores torch: allowed, no cost",
-               _scratch(filled, answer, "import torch\nprobe = torch.ones(3, requires_grad=True)\n"
-                                        "(probe * probe).sum().backward()\nprint(probe.grad)"), frozenset(), ()),
+               _scratch(filled, "import torch\nprobe = torch.ones(3, requires_grad=True)\n"
+                                "(probe * probe).sum().backward()\nprint(probe.grad)", after=answer), frozenset(), ()),
         Attack("reference_imported", f"takes {fn} from the reference engine of this chapter",
                _edit(filled, answer, lambda cell, _: cell.__setitem__(
                    "source", f"from course.reference.{chapter} import {fn}\n")), t1, ("cheating",)),
@@ -301,7 +293,7 @@ def attacks(chapter: str, targets: tuple[str, ...] = (), port: int = 0) -> list[
                                           "AST transformer so that test cells do nothing",
                _append(blank_first, answer, RUN_CELL_OVERRIDE), t1, ("hook",)),
         Attack("history_printed", "the last cell prints IPython's input history (In), where the hidden tests ran",
-               _scratch_last(filled, "print('\\n'.join(In))\nprint(len(_ih))"), frozenset(), (),
+               _scratch(filled, "print('\\n'.join(In))\nprint(len(_ih))"), frozenset(), (),
                must_not_print=("### BEGIN HIDDEN", "torch.autograd.grad(")),
         Attack("stack_snooper", f"{fn} reads the source of the test cell that calls it (frames, linecache) and "
                                 "prints it, then answers correctly",
