@@ -2,7 +2,7 @@
 # when pyproject.toml or constraints.txt change (the stamp file tracks that).
 #
 # The interpreter for a new .venv: PYTHON if given (make PYTHON=/path/to/python3.12 test),
-# else the first of python3.11, python3.12, python3.13 on PATH or in pyenv's
+# else the first of python3.11, python3.12, python3.13, python3.14 on PATH or in pyenv's
 # versions, else python3, if it is one of SUPPORTED_PYTHONS (keep these in step
 # with requires-python in pyproject.toml; the test suite's test_install.py checks).
 # An existing .venv is kept; make stops if it has another Python than PYTHON.
@@ -10,7 +10,7 @@
 # torch comes from PyTorch's CPU wheel index (TORCH_INDEX) when it answers;
 # TORCH=cuda (or TORCH_INDEX=) takes PyPI's default build, CUDA on Linux (GBs).
 # Switching an existing venv: rm -rf .venv first.
-SUPPORTED_PYTHONS := 3.11 3.12 3.13
+SUPPORTED_PYTHONS := 3.11 3.12 3.13 3.14
 PYTHON ?=
 TORCH  ?= cpu
 TORCH_INDEX ?= $(if $(filter cuda,$(TORCH)),,https://download.pytorch.org/whl/cpu)

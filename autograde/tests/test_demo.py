@@ -116,3 +116,28 @@ def test_feedback_hides_hidden_tests(demo):
             leaked = sorted(ln for ln in lines if ln in text)
             assert not leaked, f"{page} shows hidden-test code: {leaked[:3]}"
             assert nbk.BEGIN_HIDDEN not in text
+
+
+def test_demo_without_user_namespaces_grades_weakly_and_says_so(monkeypatch, tmp_path):
+    """Where bubblewrap cannot run, make demo still grades its own example students, with weak containment (the
+    command's warning line and the report's Containment line say so), instead of dying with a traceback."""
+    from autograde import demo as demo_module
+    from autograde.grader import containment
+
+    from .test_autograder import _no_userns_bwrap
+
+    seen = {}
+
+    def fake_grade_all(incoming, root, **kw):
+        seen.update(kw)
+        return {}, f"Containment: {containment.describe(kw['weak_containment'])}\n"
+
+    monkeypatch.setattr(containment, "BWRAP", _no_userns_bwrap(tmp_path))
+    monkeypatch.setattr(demo_module, "grade_all", fake_grade_all)
+    monkeypatch.setattr(demo_module, "format_losses", lambda *a: "none")  # nothing was graded
+    containment.forget_choice()
+    try:
+        report = demo_module.run_demo(tmp_path / "ws", chapters=CHAPTERS[:1], quiet=True)
+    finally:
+        containment.forget_choice()
+    assert seen["weak_containment"] is True and "Containment: WEAK" in report, report
