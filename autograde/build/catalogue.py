@@ -54,8 +54,9 @@ class Alternative:
 
 @dataclass(frozen=True)
 class ExampleStudent:
-    """A bundled example submission: 'solution', 'blank', the named mutants applied together, or an
-    'attack' from the adversarial corpus (autograde.corpus.attacks), which the demo shows as an incident."""
+    """A bundled example submission: 'solution', 'blank', the named mutants applied together, 'sample' (every
+    answer cell changed: see Catalogue.sample), or an 'attack' from the adversarial corpus
+    (autograde.corpus.attacks), which the demo shows as an incident."""
 
     student: str
     kind: str
@@ -78,6 +79,23 @@ class Catalogue:
             if m.name == name:
                 return m
         raise KeyError(f"{self.chapter}: no mutant named {name!r}")
+
+    def sample(self) -> list[Mutant | Alternative]:
+        """A submission that changes every answer cell the catalogue knows: the first alternative of each cell that
+        has one, the first mutant of each other cell. Graded both by the real command (as an example student) and
+        in-process, it shows that the two agree on every kind of change at once."""
+        entries: dict[str, Mutant | Alternative] = {}
+        for alt in self.alternatives:
+            entries.setdefault(alt.cell, alt)
+        for m in self.mutants:
+            entries.setdefault(m.cell, m)
+        return list(entries.values())
+
+    def apply(self, nb: NotebookNode, entries: list[Mutant | Alternative]) -> NotebookNode:
+        """nb with the entries (mutants and alternatives) applied in turn."""
+        for entry in entries:
+            nb = apply_mutant(nb, entry) if isinstance(entry, Mutant) else apply_alternative(nb, entry)
+        return nb
 
 
 def load(chapter: str) -> Catalogue:

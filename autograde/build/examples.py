@@ -24,9 +24,9 @@ def make_examples(chapter: str, release: NotebookNode) -> dict[str, NotebookNode
         elif ex.kind == "blank":
             nb = clean
         elif ex.kind == "mutants":
-            nb = filled
-            for name in ex.mutants:
-                nb = mut.apply_mutant(nb, catalogue.mutant(name))
+            nb = catalogue.apply(filled, [catalogue.mutant(name) for name in ex.mutants])
+        elif ex.kind == "sample":
+            nb = catalogue.apply(filled, catalogue.sample())
         elif ex.kind == "attack":
             found = attack(chapter, ex.attack)
             if found.extra_files:
@@ -44,4 +44,6 @@ def example_losses(catalogue: Catalogue, example: ExampleStudent, tests: set[str
         return set(tests)
     if example.kind == "attack":
         return set(attack(catalogue.chapter, example.attack).loses)
+    if example.kind == "sample":
+        return {g for entry in catalogue.sample() for g in getattr(entry, "loses", ())}
     return {g for name in example.mutants for g in catalogue.mutant(name).loses}

@@ -13,7 +13,8 @@ and exits. The parent's own run is the job named BASE. Two kinds of run use it:
 - visible (autograde.build.visible): the release's test cells, as a student runs them in JupyterLab;
 - graded (autograde.build.verdicts): the source's test cells with their hidden tests, each wrapped in the
   grader's harness calls (autograde.hidden.harness.before_test / after_test) as the grader wraps them.
-Per test cell a job records: whether the cell raised, what it wrote to stderr, and the harness's reports.
+Per test cell a job records: whether the cell raised, what it wrote to stderr, and the harness's reports; and
+which other cells raised ("raised_cells", by index).
 """
 from __future__ import annotations
 
@@ -92,7 +93,7 @@ def _run_cell(shell, cell: dict, source: str, cell_timeout: int, harness: bool) 
         signal.alarm(0)
         sys.stdout, sys.stderr = real
     if not cell["test"]:
-        return count, None
+        return count, None if ok else {"raised": True}
     record = {"raised": not ok, "stderr": err.getvalue()[-4000:]}
     if harness:
         record["before"] = before
@@ -112,7 +113,9 @@ def _run_from(shell, cells, start: int, job: dict, cell_timeout: int, harness: b
         cell = cells[i]
         count, record = _run_cell(shell, cell, changes.get(i, cell["source"]), cell_timeout, harness)
         out["counts"][str(count)] = i
-        if record is not None:
+        if record is not None and not cell["test"]:
+            out.setdefault("raised_cells", []).append(i)
+        elif record is not None:
             out["tests"][cell["grade_id"]] = record
             pending.discard(cell["grade_id"])
             if job.get("stop_after") and not pending:
@@ -177,13 +180,17 @@ def worker(plan_path: Path) -> None:
     for index, cell in enumerate(cells):
         for job in starts.get(index, []):
             fork(index, job)
+        t = time.monotonic()
         count, record = _run_cell(shell, cell, cell["source"], cell_timeout, harness)
+        base.setdefault("cell_seconds", []).append(round(time.monotonic() - t, 3))
         base["counts"][str(count)] = index
-        if record is not None:
+        if record is not None and not cell["test"]:
+            base.setdefault("raised_cells", []).append(index)
+        elif record is not None:
             base["tests"][cell["grade_id"]] = record
     base["seconds"] = round(time.monotonic() - started, 2)
     for job in starts.get(len(cells), []):  # jobs that change nothing: the base run is theirs
-        results[job["name"]] = base
+        results[job["name"]] = {**base, "seconds": 0.0}
     reap(block=True)
     results[BASE] = base
     (out_dir / "result.json").write_text(json.dumps(results))

@@ -9,11 +9,13 @@ or an import of this chapter's reference (harness report "blocked": the exercise
 `measure` does the same in-process: one worker per chapter (autograde.build.forked) runs the filled notebook
 once with the same harness, plans and blocked imports, and each case's changed cells in a child forked before
 the first of them, to the end of the notebook. What it cannot reproduce is what only a kernel has (the sandbox,
-resource limits, a kernel that dies and is replaced); the suite grades the bundled example students and a sample
-of cases per chapter through the real command and checks that both agree (autograde/tests/test_verdicts.py), and
-`make test-exhaustive` grades every case through nbgrader.
+resource limits, a kernel that dies and is replaced); the demo grades every chapter's example students through
+the real command, among them one that changes every answer cell (Catalogue.sample), and the suite checks that
+both agree cell by cell (autograde/tests/test_verdicts.py); `make test-exhaustive` grades every case through
+nbgrader.
 
-Usage: python -m autograde.build.verdicts [CHAPTER ...]   (prints each case's lost test cells and the time)
+Usage: python -m autograde.build.verdicts [--alone] [CHAPTER ...]   (each case's lost test cells and its run's time;
+--alone: every case in a run of its own, no sharing)
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from autograde.build.forked import BASE, run_plan
 from autograde.grader.incidents import exercise_tests
 from autograde.grader.steps import WARNING_PATTERN
 from autograde.grader.test_plans import blocked_references, plans
-from autograde.paths import release_path, source_path
+from autograde.paths import example_path, release_path, source_path
 
 CELL_TIMEOUT = 60  # the course's limit per cell (nbgrader_config.py)
 
@@ -44,6 +46,8 @@ class Verdict:
     """grade_id -> why it scores 0 (raised, stderr, foreign code, torch, reference import)"""
     died: str = ""
     seconds: float = 0.0
+    raised_cells: tuple[int, ...] = ()
+    """code cells other than test cells that raised (by position among the notebook's code cells)"""
 
 
 def graded_notebook(chapter: str) -> NotebookNode:
@@ -59,14 +63,22 @@ def graded_notebook(chapter: str) -> NotebookNode:
     return filled
 
 
-def case_sources(chapter: str, nb: NotebookNode, cases: dict[str, list]) -> dict[str, dict[str, str]]:
-    """case -> {answer cell grade_id: its source} for each case, a list of mutants and alternatives applied in turn."""
+def case_sources(nb: NotebookNode, cases: dict[str, list]) -> dict[str, dict[str, str]]:
+    """case -> {answer cell grade_id: its source} for the answer cells a case changes. A case is a list of
+    mutants and alternatives applied in turn, or of one notebook (a submission) whose answer cells are taken."""
     out = {}
     for name, entries in cases.items():
         changed = nb
         for entry in entries:
-            changed = mut.apply_mutant(changed, entry) if isinstance(entry, mut.Mutant) else \
-                mut.apply_alternative(changed, entry)
+            if isinstance(entry, (mut.Mutant, mut.Alternative)):
+                changed = mut.apply_mutant(changed, entry) if isinstance(entry, mut.Mutant) else \
+                    mut.apply_alternative(changed, entry)
+            else:  # a handed-in notebook: its answer cells, by grade_id
+                theirs = {nbk.grade_id(c): c.source for c in entry.cells if nbk.is_solution(c)}
+                changed = nbk.copy_notebook(changed)
+                for cell in changed.cells:
+                    if nbk.is_solution(cell) and nbk.grade_id(cell) in theirs:
+                        cell.source = theirs[nbk.grade_id(cell)]
         out[name] = {nbk.grade_id(c): c.source for c in changed.cells
                      if nbk.is_solution(c) and c.source != _answer(nb, nbk.grade_id(c))}
     return out
@@ -76,23 +88,100 @@ def _answer(nb: NotebookNode, gid: str) -> str:
     return next(c.source for c in nb.cells if nbk.grade_id(c) == gid and nbk.is_solution(c))
 
 
-def measure(chapter: str, cases: dict[str, list], parallel: int = 2) -> dict[str, Verdict]:
-    """Grade each case (name -> mutants/alternatives applied together) in-process; BASE is the unchanged notebook."""
+Region = tuple[str, int, int]
+"""(answer cell, first line, last line) a case changes; an alternative or a notebook changes its whole cell."""
+WHOLE = 10 ** 9
+
+
+def regions(nb: NotebookNode, entries: list) -> list[Region]:
+    """The lines of answer cells a case changes: a mutant its `old` text (1 line of margin each side)."""
+    out = []
+    for entry in entries:
+        if isinstance(entry, mut.Mutant):
+            cell = next(c for c in nb.cells if nbk.grade_id(c) == entry.cell and nbk.is_solution(c))
+            first = cell.source.count("\n", 0, cell.source.index(entry.old))
+            out.append((entry.cell, first - 1, first + entry.old.count("\n") + 1))
+        elif isinstance(entry, mut.Alternative):
+            out.append((entry.cell, -WHOLE, WHOLE))
+        else:
+            out += [(nbk.grade_id(c), -WHOLE, WHOLE) for c in entry.cells if nbk.is_solution(c)]
+    return out
+
+
+def share(items: list[tuple[str, list[Region], frozenset[str]]]) -> list[list[str]]:
+    """Group (name, regions changed, test cells it must lose) so that no two in a group lose the same test cell or
+    change overlapping lines of an answer cell: each group runs as one submission, in which every test cell is
+    claimed by at most one case and every unclaimed one must keep full marks (a spill into a cell another case
+    of the group loses anyway is masked; `measure(..., shared=False)` runs every case alone)."""
+    groups: list[tuple[list[str], set[str], list[Region]]] = []
+
+    def fits(group, changed: list[Region], lost: frozenset[str]) -> bool:
+        return not group[1] & lost and all(c != c2 or l1 < f2 or f1 > l2
+                                           for c, f1, l1 in changed for c2, f2, l2 in group[2])
+
+    for name, changed, lost in items:
+        group = next((g for g in groups if fits(g, changed, lost)), None)
+        if group is None:
+            groups.append(([name], set(lost), list(changed)))
+        else:
+            group[0].append(name)
+            group[1].update(lost)
+            group[2].extend(changed)
+    return [names for names, _, _ in groups]
+
+
+def measure(chapter: str, cases: dict[str, list], parallel: int = 2,
+            claims: dict[str, set[str]] | None = None) -> dict[str, Verdict]:
+    """Grade each case (name -> mutants/alternatives applied together, or one notebook) in-process; BASE is the
+    unchanged notebook. With claims (case -> the test cells it must lose), cases that change different lines and
+    claim different cells share one run (see `share`): a case's verdict is then the cells of its claims that
+    failed, plus every failing cell that no case of its run claims."""
     nb = graded_notebook(chapter)
+    runs: dict[str, list] = {}
+    members: dict[str, list[str]] = {}
+    if claims is None:
+        runs, members = dict(cases), {name: [name] for name in cases}
+    else:
+        shared = [n for n in cases if n in claims]
+        for group in share([(n, regions(nb, cases[n]), frozenset(claims[n])) for n in shared]):
+            run = group[0] if len(group) == 1 else f"shared_{len(runs)}"
+            runs[run] = [e for n in group for e in cases[n]]
+            members[run] = group
+        for n in cases:
+            if n not in claims:
+                runs[n], members[n] = cases[n], [n]
+    found = _measure_runs(chapter, nb, runs, parallel)
+    out = {BASE: found[BASE]}
+    for run, names in members.items():
+        verdict = found[run]
+        claimed = {g for n in names for g in (claims or {}).get(n, ())}
+        spilled = {g: why for g, why in verdict.lost.items() if g not in claimed}
+        for n in names:
+            own = {g: why for g, why in verdict.lost.items() if g in (claims or {}).get(n, ())}
+            note = f" (run together with {', '.join(x for x in names if x != n)})" if len(names) > 1 else ""
+            out[n] = Verdict(n, {**own, **{g: why + note for g, why in spilled.items()}}, verdict.died,
+                             verdict.seconds)
+        if run.startswith("shared_"):
+            out[run] = verdict  # the shared run itself, for a report
+    return out
+
+
+def _measure_runs(chapter: str, nb: NotebookNode, cases: dict[str, list], parallel: int) -> dict[str, Verdict]:
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
     index = {nbk.grade_id(c): i for i, c in enumerate(code) if nbk.grade_id(c)}
     test_plans = plans(chapter)
     cells = [{"source": c.source, "grade_id": nbk.grade_id(c), "test": nbk.is_test(c),
               "plan": test_plans[nbk.grade_id(c)].to_kernel() if nbk.is_test(c) else None} for c in code]
     jobs = [{"name": name, "changes": {str(index[gid]): src for gid, src in changed.items()}}
-            for name, changed in case_sources(chapter, nb, cases).items()]
+            for name, changed in case_sources(nb, cases).items()]
     t0 = time.perf_counter()
     found = run_plan({"cells": cells, "jobs": jobs, "harness": True, "blocked": list(blocked_references(chapter)),
                       "cell_timeout": CELL_TIMEOUT, "child_timeout": 900, "parallel": parallel})
     owners = exercise_tests(nbk.NotebookNode({**nb, "cells": code}))
     base = found[BASE]
     out = {name: _verdict(name, result, base, owners) for name, result in found.items()}
-    out[BASE] = Verdict(BASE, out[BASE].lost, out[BASE].died, round(time.perf_counter() - t0, 1))
+    out[BASE] = Verdict(BASE, out[BASE].lost, out[BASE].died, round(time.perf_counter() - t0, 1),
+                        out[BASE].raised_cells)
     return out
 
 
@@ -119,20 +208,30 @@ def _verdict(name: str, result: dict, base: dict, owners: dict[int, list[str]]) 
             cell = counts.get(str(count))
             for gid in owners.get(cell, []) if cell is not None else []:
                 lost.setdefault(gid, f"imported {module}")
-    return Verdict(name, lost, result.get("died", ""), float(result.get("seconds", 0.0)))
+    return Verdict(name, lost, result.get("died", ""), float(result.get("seconds", 0.0)),
+                   tuple(result.get("raised_cells", ())))
+
+
+def catalogue_claims(chapter: str) -> dict[str, set[str]]:
+    """What each catalogue case must lose: a mutant its declared cells, an alternative nothing."""
+    cat = mut.load(chapter)
+    return {**{f"mutant_{m.name}": set(m.loses) for m in cat.mutants}, **{f"alt_{a.name}": set() for a in cat.alternatives}}
 
 
 def catalogue_cases(chapter: str) -> dict[str, list]:
-    """Every mutant and alternative of a chapter's catalogue, each alone."""
+    """Every mutant and alternative of a chapter's catalogue, each alone, and the bundled example students."""
     cat = mut.load(chapter)
-    return {**{f"mutant_{m.name}": [m] for m in cat.mutants}, **{f"alt_{a.name}": [a] for a in cat.alternatives}}
+    return {**{f"mutant_{m.name}": [m] for m in cat.mutants}, **{f"alt_{a.name}": [a] for a in cat.alternatives},
+            **{f"example_{ex.student}": [nbk.read(example_path(ex.student, chapter))] for ex in cat.examples}}
 
 
 def main(argv: list[str] | None = None) -> int:
     from course import CHAPTERS
 
-    for chapter in (argv if argv is not None else sys.argv[1:]) or CHAPTERS:
-        got = measure(chapter, catalogue_cases(chapter))
+    args = argv if argv is not None else sys.argv[1:]
+    alone = "--alone" in args
+    for chapter in [a for a in args if not a.startswith("--")] or CHAPTERS:
+        got = measure(chapter, catalogue_cases(chapter), claims=None if alone else catalogue_claims(chapter))
         print(f"{chapter}: {len(got) - 1} cases in {got[BASE].seconds:.0f} s")
         for name, v in sorted(got.items()):
             print(f"  {name}: {v.seconds:.1f} s, loses {sorted(v.lost) or 'nothing'}{' DIED ' + v.died if v.died else ''}")

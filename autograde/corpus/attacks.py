@@ -316,8 +316,8 @@ def attacks(chapter: str, targets: tuple[str, ...] = (), port: int = 0) -> list[
                _append(filled, answer, TORCH_IN_PARTIAL.replace("FN", fn)), t1, ("cheating",)),
         Attack("torch_in_callable_object", f"{fn} is an object whose __call__ runs torch",
                _append(filled, answer, TORCH_IN_CALLABLE_OBJECT.replace("FN", fn)), t1, ("cheating",)),
-        Attack("reference_by_path", f"first exercise blank; runs this chapter's reference file by path (exec of its "
-                                    "text, runpy) to define {fn}: the file is absent from the sandbox",
+        Attack("reference_by_path", "first exercise blank; runs this chapter's reference file by path (exec of its "
+                                    f"text, runpy) to define {fn}: the file is absent from the sandbox",
                _append(blank_first, answer, REFERENCE_BY_PATH.replace("CHAPTER", chapter).replace("FN", fn)), t1,
                ("files",), must_print=((answer, "CONTAINED: no reference to exec"),),
                must_not_print=("RAN THE REFERENCE",)),

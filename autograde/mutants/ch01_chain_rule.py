@@ -790,6 +790,8 @@ EXAMPLE_STUDENTS = [
     ExampleStudent("alice", "solution"),
     ExampleStudent("bob", "blank"),
     ExampleStudent("carol", "mutants", ("cd_forward_difference", "dual_rsub_swapped", "rev1_assign_not_accumulate")),
+    # every answer cell changed: an alternative where the catalogue has one, else a mutant (Catalogue.sample)
+    ExampleStudent("erin", "sample"),
     # checks an answer with torch inside the answer cell: the grader names the incident and takes that exercise
     ExampleStudent("dave", "attack", attack="torch_in_solution"),
 ]

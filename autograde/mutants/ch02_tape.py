@@ -676,4 +676,6 @@ EXAMPLE_STUDENTS = [
     ExampleStudent("alice", "solution"),
     ExampleStudent("bob", "blank"),
     ExampleStudent("carol", "mutants", ("acc_overwrites", "mul_swapped_operands", "bw_assign_at_fan_out")),
+    # every answer cell changed: an alternative where the catalogue has one, else a mutant (Catalogue.sample)
+    ExampleStudent("erin", "sample"),
 ]

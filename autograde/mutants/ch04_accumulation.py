@@ -426,4 +426,6 @@ EXAMPLE_STUDENTS = [
     ExampleStudent("alice", "solution"),
     ExampleStudent("bob", "blank"),
     ExampleStudent("carol", "mutants", ("micro_no_division", "sgd_zero_buffer", "clip_per_parameter")),
+    # every answer cell changed: an alternative where the catalogue has one, else a mutant (Catalogue.sample)
+    ExampleStudent("erin", "sample"),
 ]

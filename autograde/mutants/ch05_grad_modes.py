@@ -550,4 +550,6 @@ EXAMPLE_STUDENTS = [
     ExampleStudent("alice", "solution"),
     ExampleStudent("bob", "blank"),
     ExampleStudent("carol", "mutants", ("no_grad_not_restored_on_error", "detach_copies", "retain_grad_overwrites")),
+    # every answer cell changed: an alternative where the catalogue has one, else a mutant (Catalogue.sample)
+    ExampleStudent("erin", "sample"),
 ]

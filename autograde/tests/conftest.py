@@ -38,3 +38,31 @@ def demo(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("demo") / "ws"
     return root, run_demo(root, quiet=True), None
+
+
+# -- running in parallel (pytest-xdist, `make test`: -n 3 --dist loadgroup) -------------------------------------------
+def _shared_work(item) -> str | None:
+    """The expensive session or module fixture a test shares with others, if any: tests that share one run on the
+    same worker, so each is built once (the demo, a chapter's in-process verdicts, a corpus run, the legacy class)."""
+    names = set(item.fixturenames)
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    if "demo" in names:
+        return "demo"
+    if "runs" in names:
+        return f"corpus-{params.get('kind', 'grader')}"
+    if "run" in names:
+        return "corpus-grader"
+    if "graded" in names and item.module.__name__.endswith("test_legacy"):
+        return "legacy"
+    if "measured" in names and item.module.__name__.endswith("test_verdicts"):
+        return f"verdicts-{params.get('chapter_id') or params.get('chapter')}"
+    if "batches" in names:
+        return f"grading-{params.get('chapter_id')}"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = _shared_work(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))

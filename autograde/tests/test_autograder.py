@@ -37,7 +37,10 @@ from . import unprivileged
 
 pytestmark = pytest.mark.grading
 CH = "ch01_chain_rule"
-CELL_TIMEOUT = grading.CELL_TIMEOUT
+CELL_TIMEOUT = 10
+"""Seconds per cell for the corpus (the grader's default is 60): the attacks that loop are stopped by it, three of
+them, so it sets the corpus's length; chapter 1's slowest cell takes under half a second on an idle machine
+(`python -m autograde.build.verdicts ch01_chain_rule` runs it in-process), so 10 s holds on a loaded one."""
 ATTACKS = {a.name: a for a in corpus.attacks(CH)}
 UNPRIVILEGED = (*corpus.SANDBOX, "not_json", "empty_file", "pasted_no_metadata", "other_chapter")
 """What the unprivileged run grades: the attacks whose outcome depends on the sandbox, and the bad inputs (never
@@ -66,15 +69,27 @@ def _outside(site_packages: Path, submissions: list[Path]) -> dict:
             "submissions": {str(p): nbk.sha256(p) if p.is_file() else _hashes(p) for p in submissions}}
 
 
-def _escaped() -> list[str]:
-    """Processes the session-leaving attack started, wherever they are."""
+def _started_in(pid: int, sandboxes: Path) -> bool:
+    """Whether a process belongs to a kernel of this run: it started in one of the run's kernel folders (HOME and
+    the working folder of a kernel and of what it starts), not in another test's running at the same time."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        home = next((e[5:].decode(errors="replace") for e in env if e.startswith(b"HOME=")), "")
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return False
+    return any(str(p).startswith(str(sandboxes) + os.sep) for p in (home, cwd))
+
+
+def _escaped() -> list[int]:
+    """Processes the session-leaving attack started, whoever runs them."""
     out = []
     for entry in os.listdir("/proc"):
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 if f.read().startswith(b"autograde-escaped"):
-                    out.append(entry)
-        except OSError:
+                    out.append(int(entry))
+        except (OSError, ValueError):
             continue
     return out
 
@@ -123,11 +138,15 @@ def _grade_as_grader(root: Path) -> Run:
     attacks = corpus.write(CH, archive, _targets(ws, subs, archive), sock.getsockname()[1])
     corpus.write(CH, subs, _targets(ws, subs, archive), sock.getsockname()[1])  # for the regrading test
     site = Path(__import__("sysconfig").get_paths()["purelib"])
-    before, nobody = _outside(site, [archive, subs]), set(containment._processes_of(containment.kernel_uid()))
-    results, report = grading.grade_all(archive, ws, jobs=2, chapters=(CH,), cell_timeout=CELL_TIMEOUT,
-                                        notebook_timeout=grading.NOTEBOOK_TIMEOUT, quiet=True)
-    left = _escaped() + [p for p in containment._processes_of(containment.kernel_uid())
-                         if p not in nobody and os.geteuid() == 0]
+    before = _outside(site, [archive, subs])
+    sandboxes = root / "sandboxes"  # this run's kernel folders: other tests may grade at the same time (xdist)
+    os.environ["AUTOGRADE_SANDBOX_ROOT"] = str(sandboxes)
+    try:
+        results, report = grading.grade_all(archive, ws, jobs=2, chapters=(CH,), cell_timeout=CELL_TIMEOUT,
+                                            notebook_timeout=grading.NOTEBOOK_TIMEOUT, quiet=True)
+    finally:
+        del os.environ["AUTOGRADE_SANDBOX_ROOT"]
+    left = [p for p in {*_escaped(), *containment._processes_of(containment.kernel_uid())} if _started_in(p, sandboxes)]
     return Run(Workspace(ws), subs, attacks, {s: r.incidents for s, r in results[CH].items()}, report, before,
                _outside(site, [archive, subs]), left, _reached(sock))
 
@@ -152,7 +171,7 @@ def _grade_unprivileged() -> Run:
                      "--jobs", "2", "--chapter", CH, "--cell-timeout", str(CELL_TIMEOUT), "--no-feedback", "--quiet"],
                     timeout=1800, cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    left = _escaped() + [str(p) for p in containment._processes_of(user.uid)]
+    left = [str(p) for p in containment._processes_of(user.uid)]  # this run alone grades as that user
     stored = json.loads((ws / "incidents.json").read_text())[CH]
     return Run(Workspace(ws), subs, attacks, {s: [integrity.Incident.from_json(i) for i in v] for s, v in stored.items()},
                proc.stdout, before, _outside(site, [subs]), left, _reached(sock))

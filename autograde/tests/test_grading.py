@@ -1,7 +1,9 @@
-"""Real nbgrader autograding: example students, mutants, alternatives and the untrusted-code settings.
+"""Real nbgrader autograding: every mutant and alternative (the exhaustive tier), and the untrusted-code settings.
 
-All submissions of a chapter are graded in one batch (two parallel
-workspaces), then each test reads its student's per-cell scores.
+`make test` proves the catalogue in-process (autograde/tests/test_verdicts.py, with the grader's harness, and
+checked against the real command on the example students); the tests marked `exhaustive` here grade every
+case through nbgrader as well (`make test-exhaustive`). All submissions of a chapter are graded in one batch
+(two parallel workspaces), then each test reads its student's per-cell scores.
 
 To keep `make test` within its budget, mutants that change different lines
 and lose disjoint test cells share one submission (likewise alternatives, one
@@ -22,7 +24,8 @@ from autograde.build import products as build
 from autograde.build import catalogue as mut
 from autograde.build.examples import example_losses
 from autograde import notebook as nbk
-from autograde.grader.workspace import Submission, Workspace, grade_in_parallel
+from autograde.build.verdicts import regions, share
+from autograde.grader.workspace import Submission, grade_in_parallel
 
 from .conftest import catalogue, source, graded_test_cells
 
@@ -102,39 +105,6 @@ ADVERSARIAL_CHAPTER = CHAPTERS[0]
 SEPARATELY = os.environ.get("COURSE_GRADE_SEPARATELY") == "1"
 
 
-Region = tuple[str, int, int]
-"""(answer cell, first line, last line) a case changes; an alternative changes its whole cell."""
-
-
-def share_submissions(items: list[tuple[str, Region, frozenset[str]]]) -> list[list[str]]:
-    """Group (name, region changed, test cells lost) so that no two in a group lose the same test cell or change
-    overlapping lines of an answer cell (two mutants in different functions of one cell may share a submission:
-    with the grader's isolation each test cell grades one exercise, and a surprise spill fails the test)."""
-    groups: list[tuple[list[str], set[str], list[Region]]] = []
-
-    def fits(group, region: Region, lost: frozenset[str]) -> bool:
-        cell, first, last = region
-        return not group[1] & lost and all(c != cell or last < f or first > l for c, f, l in group[2])
-
-    for name, region, lost in items:
-        group = None if SEPARATELY else next((g for g in groups if fits(g, region, lost)), None)
-        if group is None:
-            groups.append(([name], set(lost), [region]))
-        else:
-            group[0].append(name)
-            group[1].update(lost)
-            group[2].append(region)
-    return [names for names, _, _ in groups]
-
-
-def mutant_region(filled, m) -> Region:
-    """The lines of its answer cell a mutant replaces (1 line of margin on each side)."""
-    cell = next(c for c in filled.cells if nbk.grade_id(c) == m.cell and nbk.is_solution(c))
-    start = cell.source.index(m.old)
-    first = cell.source.count("\n", 0, start)
-    return m.cell, first - 1, first + m.old.count("\n") + 1
-
-
 def graded_submissions(chapter: str) -> tuple[dict[str, tuple[Submission, set[str]]], dict[str, str]]:
     """The submissions one batch grades, with the cells each must lose, and which submission holds each case."""
     src = source(chapter)
@@ -144,14 +114,13 @@ def graded_submissions(chapter: str) -> tuple[dict[str, tuple[Submission, set[st
     cat = catalogue(chapter)
     subs: dict[str, tuple[Submission, set[str]]] = {}
     where: dict[str, str] = {}  # the example students are graded by the demo fixture, not here
-    whole = 10 ** 9
-    plans = [("mutants", [(m.name, mutant_region(filled, m), frozenset(m.loses)) for m in cat.mutants],
+    plans = [("mutants", [(m.name, regions(filled, [m]), frozenset(m.loses)) for m in cat.mutants],
               mut.apply_mutant, cat.mutant),
-             ("alternatives", [(a.name, (a.cell, -whole, whole), frozenset()) for a in cat.alternatives],
+             ("alternatives", [(a.name, regions(filled, [a]), frozenset()) for a in cat.alternatives],
               mut.apply_alternative, {a.name: a for a in cat.alternatives}.__getitem__)]
     for kind, items, apply, lookup in plans:
         prefix = "mutant" if kind == "mutants" else "alt"
-        for k, names in enumerate(share_submissions(items)):
+        for k, names in enumerate([[name] for name, _, _ in items] if SEPARATELY else share(items)):
             sub_name = f"{prefix}_{names[0]}" if len(names) == 1 else f"{kind}_{k}"
             nb, lost = filled, set()
             for name in names:
@@ -194,9 +163,7 @@ def _students(kind: str) -> list[tuple[str, str]]:
     out = []
     for ch in CHAPTERS:
         cat = catalogue(ch)
-        if kind == "examples":
-            out += [(ch, ex.student) for ex in cat.examples]
-        elif kind == "mutants":
+        if kind == "mutants":
             out += [(ch, f"mutant_{m.name}") for m in cat.mutants]
         elif kind == "alternatives":
             out += [(ch, f"alt_{a.name}") for a in cat.alternatives]
@@ -222,21 +189,13 @@ def _check(batch: Batch, case: str) -> None:
     _compare(case, batch.scores.get(student), batch.tests, batch.expected[student], shared)
 
 
-@pytest.mark.parametrize("chapter_id,student", _students("examples"))
-def test_example_student_scores(demo, chapter_id, student):
-    """The bundled example students, as `make demo` graded them (the session's demo fixture)."""
-    cat = catalogue(chapter_id)
-    tests = graded_test_cells(source(chapter_id))
-    ex = next(e for e in cat.examples if e.student == student)
-    got = Workspace(demo[0]).cell_scores(chapter_id).get(student)
-    _compare(student, got, tests, example_losses(cat, ex, set(tests)), " (graded by make demo)")
-
-
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("chapter_id,student", _students("mutants"))
 def test_mutant_loses_exactly_its_exercise(batches, chapter_id, student):
     _check(batches[chapter_id], student)
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("chapter_id,student", _students("alternatives"))
 def test_alternative_keeps_full_marks(batches, chapter_id, student):
     _check(batches[chapter_id], student)

@@ -1,0 +1,110 @@
+"""The catalogue, graded in-process: every mutant loses exactly its declared test cells, every alternative keeps
+full marks, the solution passes every cell; and the in-process verdicts equal the real grader's on a sample.
+
+autograde.build.verdicts runs each chapter's notebook once and each case from a fork, with the grader's harness
+around every test cell (isolation, provenance, the torch guard, blocked imports), in a few seconds per case
+instead of a kernel per submission. That it gives what nbgrader gives is checked here on every chapter's
+bundled example students (graded by the demo through autograde/grade), among them one that
+changes every answer cell (erin: an alternative or a mutant in each, Catalogue.sample). Cases that change
+different lines and must lose different cells share a run (autograde.build.verdicts.share), as they share a
+submission in the exhaustive tier; COURSE_GRADE_SEPARATELY=1 runs each alone. `make test-exhaustive` grades
+every case through nbgrader (autograde/tests/test_grading.py).
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from course import CHAPTERS
+from autograde import notebook as nbk
+from autograde.build import verdicts as inproc
+from autograde.build.examples import example_losses
+from autograde.build.forked import BASE
+from autograde.grader.workspace import Workspace
+
+from .conftest import catalogue, graded_test_cells, source
+
+pytestmark = pytest.mark.grading
+SEPARATELY = os.environ.get("COURSE_GRADE_SEPARATELY") == "1"
+"""Every case in a run of its own (no shared runs, so no spill can be masked by another case's loss)."""
+
+
+class Measured(dict):
+    """Chapter -> {case: Verdict}, measured on first use (so `pytest -k <chapter>` measures that chapter alone)."""
+
+    def __missing__(self, chapter: str):
+        cases = {k: v for k, v in inproc.catalogue_cases(chapter).items() if not k.startswith("example_")}
+        self[chapter] = inproc.measure(chapter, cases, claims=None if SEPARATELY else inproc.catalogue_claims(chapter))
+        return self[chapter]
+
+
+@pytest.fixture(scope="session")
+def measured() -> Measured:
+    return Measured()
+
+
+def _cases(kind: str) -> list[tuple[str, str]]:
+    out = []
+    for ch in CHAPTERS:
+        cat = catalogue(ch)
+        out += [(ch, m.name) for m in cat.mutants] if kind == "mutants" else [(ch, a.name) for a in cat.alternatives]
+    return out
+
+
+def _explain(verdict) -> str:
+    return "; ".join(f"{g}: {why}" for g, why in sorted(verdict.lost.items())) or "nothing"
+
+
+def test_solution_runs_clean_and_passes_every_test(chapter, measured):
+    """The perfect submission, graded: no test cell loses a point (this replaces running the source notebook)."""
+    base = measured[chapter][BASE]
+    assert not base.died and not base.lost, f"{chapter}: the solution loses {_explain(base)} {base.died}"
+    code = [c for c in inproc.graded_notebook(chapter).cells if c.cell_type == "code" and c.source.strip()]
+    raised = [nbk.grade_id(code[i]) or code[i].source.split("\n")[0][:60] for i in base.raised_cells]
+    assert not raised, f"{chapter}: cells raise on the solution: {raised}"
+
+
+@pytest.mark.parametrize("chapter_id,name", _cases("mutants"))
+def test_mutant_loses_exactly_its_exercise(measured, chapter_id, name):
+    m = catalogue(chapter_id).mutant(name)
+    got = measured[chapter_id][f"mutant_{name}"]
+    assert set(got.lost) == set(m.loses) and not got.died, (
+        f"{chapter_id}: mutant {name} should lose exactly {sorted(m.loses)}; it loses {_explain(got)} {got.died}")
+
+
+@pytest.mark.parametrize("chapter_id,name", _cases("alternatives"))
+def test_alternative_keeps_full_marks(measured, chapter_id, name):
+    got = measured[chapter_id][f"alt_{name}"]
+    assert not got.lost and not got.died, f"{chapter_id}: alternative {name} loses {_explain(got)} {got.died}"
+
+
+def _real_losses(scores: dict | None, tests) -> set[str]:
+    assert scores is not None, "not in the gradebook"
+    return {g for g in tests if scores[g].score < scores[g].max_score}
+
+
+class MeasuredExamples(dict):
+    """Chapter -> {example_<student>: Verdict}: the example students alone (on the demo's worker, beside it)."""
+
+    def __missing__(self, chapter: str):
+        cases = {k: v for k, v in inproc.catalogue_cases(chapter).items() if k.startswith("example_")}
+        self[chapter] = inproc.measure(chapter, cases)
+        return self[chapter]
+
+
+@pytest.fixture(scope="session")
+def measured_examples() -> MeasuredExamples:
+    return MeasuredExamples()
+
+
+@pytest.mark.parametrize("chapter_id,student", [(ch, ex.student) for ch in CHAPTERS for ex in catalogue(ch).examples])
+def test_in_process_equals_the_grader_on_the_example_students(demo, measured_examples, chapter_id, student):
+    """The demo graded the example students with autograde/grade: per test cell, the same verdict."""
+    tests = graded_test_cells(source(chapter_id))
+    real = _real_losses(Workspace(demo[0]).cell_scores(chapter_id).get(student), tests)
+    got = measured_examples[chapter_id][f"example_{student}"]
+    assert set(got.lost) == real, (f"{chapter_id} {student}: the grader took {sorted(real)}, the in-process run "
+                                   f"{_explain(got)}")
+    ex = next(e for e in catalogue(chapter_id).examples if e.student == student)
+    assert real == example_losses(catalogue(chapter_id), ex, set(tests))
