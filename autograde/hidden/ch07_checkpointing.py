@@ -290,6 +290,16 @@ def _check_more_programs(ns: dict) -> None:
         (checkpoint(outer, x * 1.0, B) * 1.5).sum().backward()
         _compare_grads(label, ["x", "A", "B"], _grads([x, A, B]), plain, "the same program without checkpoint")
         check_close(f"{label}: x's data after forward and backward (inputs must not change)", x.data, keep)
+    # a transposed (non-contiguous) batch as the input
+    X = Tensor(rng.normal(size=(3, 5)).T)
+    A = Tensor(rng.normal(size=(3, 4)), requires_grad=True)
+    for use_ckpt in (False, True):
+        A.grad = None
+        run = checkpoint if use_ckpt else (lambda fn, *a: fn(*a))
+        (run(lambda h, A: (h @ A).tanh(), X, A) * 3.0).sum().backward()
+        if not use_ckpt:
+            plain = _grads([A])
+    _compare_grads("checkpoint on a transposed batch X.T", ["A"], _grads([A]), plain, "the same program without checkpoint")
     # fan-out: the segment's input also used after the segment, and twice inside the loss
     x = Tensor(rng.normal(size=(4, 3)), requires_grad=True)
     A = Tensor(rng.normal(size=(3, 3)), requires_grad=True)
@@ -711,6 +721,10 @@ def check_plan_peak(ns: dict) -> None:
                 measured = _peak(lambda: cross_entropy(run_chain(layers, X, plan), y).backward())
                 check_equal(f"plan_peak(costs, {plan})[0] for a chain of sizes {sizes} in {np.dtype(dtype).name}, "
                             f"against the meter", plan_peak(costs, plan)[0], measured)
+        act, inp = [7, 3, 9], [2, 2, 2]
+        plan_peak(ChainCosts(act, inp, 4), [(0, 2)])
+        check_equal("the lists of ChainCosts([7, 3, 9], [2, 2, 2], 4) after plan_peak(costs, [(0, 2)]) (they must "
+                    "not change)", (act, inp), ([7, 3, 9], [2, 2, 2]))
         costs = ChainCosts((5, 5, 5), (1, 1, 1), 2)
         for bad in ([(0, 4)], [(2, 2)], [(0, 2), (1, 3)], [(-1, 2)]):
             try:
@@ -795,6 +809,10 @@ def check_optimal_plan_best(ns: dict) -> None:
                 if peak > budget:
                     raise fail(f"{label} returned {plan}, whose peak {peak} is over the budget")
                 check_equal(f"layers rerun by {label} = {plan} (the best of all plans reruns {fewest})", rerun, fewest)
+        act, inp = [7, 3, 9, 4], [2, 2, 2, 2]
+        _call_optimal(ns, ChainCosts(act, inp, 4), 20, "optimal_plan(ChainCosts(lists), 20)", 4)
+        check_equal("the lists of ChainCosts([7, 3, 9, 4], [2, 2, 2, 2], 4) after optimal_plan (they must not change)",
+                    (act, inp), ([7, 3, 9, 4], [2, 2, 2, 2]))
         act = (65536,) + (81920,) * 63
         inp = (65536,) * 64
         costs = ChainCosts(act, inp, 3072)
@@ -924,6 +942,6 @@ def check_torch_checkpoint_saved(ns: dict) -> None:
                 with torch.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
                     out = ckpt(fn, h, W, 3.0, V)
                 counts[name] = sorted((tuple(t.shape), t.numel() * t.element_size()) for t in packed)
-                out.sum().backward()
+                del out
             check_equal(f"the (shape, bytes) of what the pack hook saw for checkpoint(fn, h, W, 3.0, V), h of shape "
                         f"{(n, d)}", counts["torch_checkpoint"], counts["torch.utils.checkpoint"])
