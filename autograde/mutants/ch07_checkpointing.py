@@ -54,8 +54,8 @@ MUTANTS = [
            "    sizes = [int(s) for s in sizes]\n", "", (FM,), visible=True),
     # -- Exercise 2: checkpoint -------------------------------------------------------------------------
     Mutant("ckpt_records_everything", "checkpoint just calls fn: the gradients are right, but every activation is "
-           "kept and nothing reruns", "checkpoint", "    tensors = [a for a in args if isinstance(a, Tensor)]\n",
-           "    return fn(*args)\n", (CG, CM), visible=True),
+           "kept, nothing reruns, and the segment runs once, with grad mode on", "checkpoint", "    tensors = [a for a in args if isinstance(a, Tensor)]\n",
+           "    return fn(*args)\n", (CG, CM, CR), visible=True),
     Mutant("ckpt_keeps_forward_graph", "forward records the segment and keeps its graph on ctx for backward, instead "
            "of rerunning: all activations are kept anyway", "checkpoint", CKPT_SAVE_TO_LEAVES,
            '''        ctx.save_for_backward(*arrays)
@@ -69,7 +69,7 @@ MUTANTS = [
         ctx.out.backward(grad)
         return tuple(t.grad.data if t.requires_grad and t.grad is not None else None for t in ctx.leaves)
         leaves = [Tensor(a, requires_grad=need) for a, need in zip(ctx.saved_tensors, ctx.needs_input_grad)]''',
-           (CG, CM), visible=True),
+           (CG, CM, CR), visible=True),
     Mutant("ckpt_rerun_under_no_grad", "the rerun in backward runs under no_grad: nothing is recorded, no gradient",
            "checkpoint", "            with enable_grad():\n                out = ctx.fn(",
            "            with no_grad():\n                out = ctx.fn(", (CG, CM, CR), visible=True),
@@ -195,10 +195,10 @@ MUTANTS = [
     Mutant("dp_kept_layers_only_at_the_end", "a kept layer ends the plan: every layer after it is kept too, so no "
            "layer is kept before a segment", "optimal_plan",
            "offer(i + 1, held + act[i], rerun, segments)", "offer(n, held + prefix[n] - prefix[i], rerun, segments)",
-           (OB,), visible=True),
+           (OF, OB), visible=True),
     Mutant("dp_empty_instead_of_error", "returns no plan instead of raising when nothing fits", "optimal_plan",
            '        raise ValueError(f"no plan keeps the peak within a budget of {budget} bytes")', "        return []",
-           (OF,), visible=True),
+           (OF, OB), visible=True),
     # -- Exercise 6: torch_checkpoint --------------------------------------------------------------------
     Mutant("torch_rng_not_restored", "forward's random state is kept but never set before the rerun",
            "torch_checkpoint", "                torch.set_rng_state(ctx.rng_state)", "                pass", (TG,),
