@@ -59,7 +59,7 @@ class LiveTensorBytes(TorchDispatchMode):
                 if key not in self.storages:
                     self.storages[key] = [t.untyped_storage().nbytes(), 0]
                     self.live += self.storages[key][0]
-                    self.peak = max(self.peak, self.live)
+                    self.peak = max(self.live, self.peak)
                 self.storages[key][1] += 1
                 weakref.finalize(t, self._release, key)
         return out
@@ -71,24 +71,24 @@ def measure_torch(forward: Callable[[], torch.Tensor], params: Sequence[torch.Te
     first) included; the matrix products backward ran ("matmuls", CPU only, else None); the fastest of `repeats`
     timed steps after one warm-up ("time", seconds). GPU: the allocator's statistics and CUDA events; CPU:
     LiveTensorBytes and time.perf_counter (timed without the meter)."""
-    for p in params:
-        p.grad = None
+    for param in params:
+        param.grad = None
     if DEVICE.type == "cuda":
         torch.cuda.synchronize()
         start = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
-        loss = forward()
+        step_loss = forward()
         held = torch.cuda.memory_allocated() - start
-        loss.backward()
+        step_loss.backward()
         torch.cuda.synchronize()
         peak, matmuls = torch.cuda.max_memory_allocated() - start, None
     else:
         with LiveTensorBytes() as meter:
-            loss = forward()
+            step_loss = forward()
             held, before = meter.live, meter.matmuls
-            loss.backward()
+            step_loss.backward()
         peak, matmuls = meter.peak, meter.matmuls - before
-    del loss
+    del step_loss
     times = []
     for i in range(repeats + 1):
         if DEVICE.type == "cuda":
