@@ -4,8 +4,10 @@
 - course.reference: the reference engine, exported from the source notebooks by the build.
 - course.graphs: pictures of a recorded graph (drawing, step-through widget), for this engine and torch.
 - course.data: small seeded datasets generated with NumPy.
+- course.threads: one thread count for NumPy's BLAS and torch in timings.
+- course.torch_memory: memory and time of a torch training step, on a GPU or on the CPU.
 The instructor side (build, grader, tests) is the separate package `autograde`; nothing here imports it.
 """
 
-CHAPTERS: tuple[str, ...] = ("ch01_chain_rule", "ch02_tape", "ch03_vjp_rules", "ch04_accumulation", "ch05_grad_modes", "ch06_loss_scaling")
+CHAPTERS: tuple[str, ...] = ("ch01_chain_rule", "ch02_tape", "ch03_vjp_rules", "ch04_accumulation", "ch05_grad_modes", "ch06_loss_scaling", "ch07_checkpointing")
 """Chapter ids, in order; each is an nbgrader assignment with one notebook of the same name."""

@@ -111,8 +111,7 @@ def regions(nb: NotebookNode, entries: list) -> list[Region]:
 def share(items: list[tuple[str, list[Region], frozenset[str]]]) -> list[list[str]]:
     """Group (name, regions changed, test cells it must lose) so that no two in a group lose the same test cell or
     change overlapping lines of an answer cell: each group runs as one submission, in which every test cell is
-    claimed by at most one case and every unclaimed one must keep full marks (a spill into a cell another case
-    of the group loses anyway is masked; `measure(..., shared=False)` runs every case alone)."""
+    claimed by at most one case and every unclaimed one must keep full marks."""
     groups: list[tuple[list[str], set[str], list[Region]]] = []
 
     def fits(group, changed: list[Region], lost: frozenset[str]) -> bool:
@@ -133,47 +132,57 @@ def share(items: list[tuple[str, list[Region], frozenset[str]]]) -> list[list[st
 def measure(chapter: str, cases: dict[str, list], parallel: int = 2,
             claims: dict[str, set[str]] | None = None) -> dict[str, Verdict]:
     """Grade each case (name -> mutants/alternatives applied together, or one notebook) in-process; BASE is the
-    unchanged notebook. With claims (case -> the test cells it must lose), cases that change different lines and
-    claim different cells share one run (see `share`): a case's verdict is then the cells of its claims that
-    failed, plus every failing cell that no case of its run claims."""
+    unchanged notebook.
+
+    Without claims every case runs alone, to the end of the notebook. With claims (case -> the test cells it must
+    lose) a claimed case is graded in two runs that together cost a fraction of that:
+    - alone, from its first changed cell to its own exercises' last test cell: every cell it loses there, exactly
+      (no other case can hide a loss, as two mutants of one exercise in one shared submission can);
+    - shared with cases that change other lines and claim other cells (`share`), to the end of the notebook: a
+      cell that fails there and that no case of the run claims is a spill, and counts against every case of it.
+    Unclaimed cases (example students) run alone to the end."""
     nb = graded_notebook(chapter)
-    runs: dict[str, list] = {}
+    runs: dict[str, tuple[list, tuple[str, ...]]] = {}  # run -> (entries, test cells to stop after, or ())
     members: dict[str, list[str]] = {}
-    if claims is None:
-        runs, members = dict(cases), {name: [name] for name in cases}
-    else:
-        shared = [n for n in cases if n in claims]
-        for group in share([(n, regions(nb, cases[n]), frozenset(claims[n])) for n in shared]):
-            run = group[0] if len(group) == 1 else f"shared_{len(runs)}"
-            runs[run] = [e for n in group for e in cases[n]]
-            members[run] = group
-        for n in cases:
-            if n not in claims:
-                runs[n], members[n] = cases[n], [n]
+    claims = claims or {}
+    tests_of = nbk.tests_of(nb)
+    for n in cases:
+        if n in claims:
+            own = tuple(dict.fromkeys(g for cell, _, _ in regions(nb, cases[n]) for g in tests_of.get(cell, ())))
+            runs[f"own:{n}"] = (cases[n], own)
+        else:
+            runs[n], members[n] = (cases[n], ()), [n]
+    groups = share([(n, regions(nb, cases[n]), frozenset(claims[n])) for n in cases if n in claims])
+    for k, group in enumerate(groups):
+        runs[f"shared_{k}"] = ([e for n in group for e in cases[n]], ())
+        members[f"shared_{k}"] = group
     found = _measure_runs(chapter, nb, runs, parallel)
     out = {BASE: found[BASE]}
     for run, names in members.items():
         verdict = found[run]
-        claimed = {g for n in names for g in (claims or {}).get(n, ())}
-        spilled = {g: why for g, why in verdict.lost.items() if g not in claimed}
+        if run in cases:  # alone to the end
+            out[run] = verdict
+            continue
+        claimed = {g for n in names for g in claims[n]}
+        spilled = {g: f"{why} (in a run shared with {', '.join(names)})" for g, why in verdict.lost.items()
+                   if g not in claimed}
         for n in names:
-            own = {g: why for g, why in verdict.lost.items() if g in (claims or {}).get(n, ())}
-            note = f" (run together with {', '.join(x for x in names if x != n)})" if len(names) > 1 else ""
-            out[n] = Verdict(n, {**own, **{g: why + note for g, why in spilled.items()}}, verdict.died,
-                             verdict.seconds)
-        if run.startswith("shared_"):
-            out[run] = verdict  # the shared run itself, for a report
+            alone = found[f"own:{n}"]
+            out[n] = Verdict(n, {**spilled, **alone.lost}, alone.died or verdict.died, alone.seconds + verdict.seconds)
+        out[run] = verdict  # the shared run itself, for a report
     return out
 
 
-def _measure_runs(chapter: str, nb: NotebookNode, cases: dict[str, list], parallel: int) -> dict[str, Verdict]:
+def _measure_runs(chapter: str, nb: NotebookNode, runs: dict[str, tuple[list, tuple[str, ...]]],
+                  parallel: int) -> dict[str, Verdict]:
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
     index = {nbk.grade_id(c): i for i, c in enumerate(code) if nbk.grade_id(c)}
     test_plans = plans(chapter)
     cells = [{"source": c.source, "grade_id": nbk.grade_id(c), "test": nbk.is_test(c),
               "plan": test_plans[nbk.grade_id(c)].to_kernel() if nbk.is_test(c) else None} for c in code]
-    jobs = [{"name": name, "changes": {str(index[gid]): src for gid, src in changed.items()}}
-            for name, changed in case_sources(nb, cases).items()]
+    changed = case_sources(nb, {name: entries for name, (entries, _) in runs.items()})
+    jobs = [{"name": name, "changes": {str(index[gid]): src for gid, src in changed[name].items()},
+             "stop_after": list(runs[name][1])} for name in runs]
     t0 = time.perf_counter()
     found = run_plan({"cells": cells, "jobs": jobs, "harness": True, "blocked": list(blocked_references(chapter)),
                       "cell_timeout": CELL_TIMEOUT, "child_timeout": 900, "parallel": parallel})

@@ -414,4 +414,6 @@ EXAMPLE_STUDENTS = [
     ExampleStudent("alice", "solution"),
     ExampleStudent("bob", "blank"),
     ExampleStudent("carol", "mutants", ("bf16_truncate", "scaler_grows_every_clean_step", "mp_clip_before_unscale")),
+    # every answer cell changed: an alternative where the catalogue has one, else a mutant (Catalogue.sample)
+    ExampleStudent("erin", "sample"),
 ]

@@ -1,0 +1,58 @@
+"""course.torch_memory measures what it says on the CPU (the GPU path uses torch.cuda's own statistics)."""
+from __future__ import annotations
+
+import torch
+
+from course.torch_memory import Block, LiveTensorBytes, measure_torch, offloaded, run_segments, saved_costs, selective
+
+
+def test_live_tensor_bytes_follows_each_storage_from_creation_to_death():
+    with LiveTensorBytes() as meter:
+        a = torch.ones(1000)                      # 4000 bytes
+        b = a.view(10, 100)                       # a view: the same storage, counted once
+        assert meter.live == 4000
+        c = torch.mm(b, torch.ones(100, 3))       # 10 x 3 floats; the ones(100, 3) dies at once
+        assert meter.live == 4000 + 120 and meter.matmuls == 1
+        del a, b
+        assert meter.live == 120
+        del c
+        assert meter.live == 0
+    assert meter.peak == 4000 + 1200 + 120        # the ones(100, 3) was alive while mm ran
+
+
+def test_measure_torch_sees_checkpointing_and_counts_products_in_backward():
+    torch.manual_seed(0)
+    weights = [torch.randn(32, 32, requires_grad=True) for _ in range(4)]
+    layers = [lambda h, w=w: torch.relu(h @ w) for w in weights]
+    x = torch.randn(16, 32)
+    plain = measure_torch(lambda: run_segments(layers, x).sum(), weights, repeats=1)
+    ckpt = measure_torch(lambda: run_segments(layers, x, [(0, 3)]).sum(), weights, repeats=1)
+    keep = measure_torch(lambda: run_segments(layers, x, [(0, 3)], context_fn=selective()).sum(), weights, repeats=1)
+    # 16 x 32 floats are 2048 bytes; the loss is 4
+    assert plain["held"] == 4 * 2048 + 4          # each ReLU's output (also the next product's input)
+    assert ckpt["held"] == 2 * 2048 + 4           # the segment's output and the last ReLU's output
+    assert keep["held"] == 5 * 2048 + 4           # and the segment's three products, kept by the policy
+    assert plain["matmuls"] == 7 and ckpt["matmuls"] == 7 + 3 and keep["matmuls"] == 7
+    assert plain["time"] > 0 and all(w.grad is not None for w in weights)
+    moved = measure_torch(offloaded(lambda: run_segments(layers, x).sum()), weights, repeats=1)
+    assert moved["held"] == plain["held"]         # save_on_cpu moves nothing on a CPU
+
+
+def test_run_segments_gives_the_plain_gradients_and_saved_costs_counts_storages_once():
+    torch.manual_seed(1)
+    blocks = [Block(16, 4) for _ in range(3)]
+    x = torch.randn(2, 8, 16)
+    grads = []
+    for plan in ([], [(0, 2)], [(0, 1), (1, 3)]):
+        for b in blocks:
+            for p in b.params:
+                p.grad = None
+        run_segments(blocks, x, plan).pow(2).mean().backward()
+        grads.append([p.grad.clone() for b in blocks for p in b.params])
+    for other in grads[1:]:
+        assert all(torch.allclose(g, e, atol=1e-6) for g, e in zip(other, grads[0]))
+    weights = [torch.randn(8, 8, requires_grad=True) for _ in range(2)]
+    act, inp, tail = saved_costs([lambda h: torch.relu(h @ weights[0]), lambda h: h @ weights[1]], torch.randn(4, 8),
+                                 lambda h: h.pow(2).sum())
+    assert inp == (128, 128)
+    assert act == (128 + 128, 0) and tail == 128  # x and relu's output (the next product's input); pow keeps its input
