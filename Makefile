@@ -99,7 +99,7 @@ demo: $(STAMP)
 # (autograde/tests/conftest.py); TEST_WORKERS of them run side by side. TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 3
 test: $(STAMP)
-	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup) $(PYTEST_ARGS)
+	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup) --durations=25 $(PYTEST_ARGS)
 
 test-exhaustive: $(STAMP)
 	$(PY) -m pytest -m exhaustive $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup) $(PYTEST_ARGS)

@@ -61,6 +61,21 @@ def _shared_work(item) -> str | None:
     return None
 
 
+def pytest_configure(config):
+    """Refuse to run in parallel where --dist loadgroup would silently not group (see pyproject.toml's test extra)."""
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    from importlib.metadata import version
+
+    from packaging.version import Version
+
+    if Version(pytest.__version__) >= Version("9.2") and Version(version("pytest-xdist")) <= Version("3.8.0"):
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} with pytest-xdist {version('pytest-xdist')}: --dist loadgroup would not "
+            "keep the tests that share a fixture on one worker (pytest-dev/pytest-xdist#1386). Install the pinned "
+            "pytest (make test does: pip install -c constraints.txt -e .[test]) or run with TEST_WORKERS=0.")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         group = _shared_work(item)

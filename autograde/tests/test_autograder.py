@@ -20,6 +20,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,26 @@ def _escaped() -> list[int]:
     return out
 
 
+def _lingering(pids, grace: float = 20.0) -> list[str]:
+    """The processes `pids()` still finds alive `grace` seconds after grading ended (a killed kernel's process can stay
+    in /proc for a moment under load before it is reaped; a zombie is dead), each with its command line."""
+    deadline = time.monotonic() + grace
+    while True:
+        alive = []
+        for pid in pids():
+            try:
+                if containment._status(pid).get("State", "").startswith("Z"):
+                    continue
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+                alive.append(f"{pid} {cmdline[:120]}")
+            except OSError:
+                continue
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.5)
+
+
 @dataclass
 class Run:
     ws: Workspace
@@ -103,7 +124,7 @@ class Run:
     report: str
     before: dict
     after: dict
-    left: list[int]
+    left: list[str]
     reached: bool
 
 
@@ -146,7 +167,8 @@ def _grade_as_grader(root: Path) -> Run:
                                             notebook_timeout=grading.NOTEBOOK_TIMEOUT, quiet=True)
     finally:
         del os.environ["AUTOGRADE_SANDBOX_ROOT"]
-    left = [p for p in {*_escaped(), *containment._processes_of(containment.kernel_uid())} if _started_in(p, sandboxes)]
+    left = _lingering(lambda: [p for p in {*_escaped(), *containment._processes_of(containment.kernel_uid())}
+                               if _started_in(p, sandboxes)])
     return Run(Workspace(ws), subs, attacks, {s: r.incidents for s, r in results[CH].items()}, report, before,
                _outside(site, [archive, subs]), left, _reached(sock))
 
@@ -171,7 +193,7 @@ def _grade_unprivileged() -> Run:
                      "--jobs", "2", "--chapter", CH, "--cell-timeout", str(CELL_TIMEOUT), "--no-feedback", "--quiet"],
                     timeout=1800, cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    left = [str(p) for p in containment._processes_of(user.uid)]  # this run alone grades as that user
+    left = _lingering(lambda: containment._processes_of(user.uid))  # this run alone grades as that user
     stored = json.loads((ws / "incidents.json").read_text())[CH]
     return Run(Workspace(ws), subs, attacks, {s: [integrity.Incident.from_json(i) for i in v] for s, v in stored.items()},
                proc.stdout, before, _outside(site, [subs]), left, _reached(sock))

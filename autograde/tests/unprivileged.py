@@ -14,6 +14,7 @@ interpreter and the package list are the same): the user can run it and change n
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import pwd
@@ -77,8 +78,11 @@ def grader() -> Grader:
     relaxed, pins = _relaxed(version)
     key = hashlib.sha256(f"{version}\n{pins}".encode()).hexdigest()[:12]
     venv = CACHE / f"venv-{key}"
-    if not (venv / ".complete").exists():
-        _build(venv, relaxed)
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    with open(CACHE.parent / "unprivileged.lock", "w") as lock:  # one builder at a time (parallel test runs)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / ".complete").exists():
+            _build(venv, relaxed)
     return Grader(entry.pw_uid, entry.pw_gid, Path(entry.pw_dir), venv / "bin" / "python")
 
 
