@@ -204,6 +204,11 @@ MUTANTS = [
            visible=True),
     Mutant("getitem_assigns", "g[index] += grad: repeated indices keep only one contribution", "reduction_rules",
            "np.add.at(grad_in, ctx.index, grad)", "grad_in[ctx.index] += grad", GETITEM, visible=True),
+    Mutant("getitem_keeps_callers_index", "keeps the caller's index object: a list changed between forward and "
+           "backward sends the gradient to the wrong places (torch keeps its own copy)", "reduction_rules",
+           "ctx.shape, ctx.index = a.shape, copy.deepcopy(index)", "ctx.shape, ctx.index = a.shape, index", GETITEM,
+           visible=False, hidden_because="the visible test never changes an index after forward; only a caller that "
+                                         "reuses its list shows the difference"),
     Mutant("getitem_zeros_float64", "scatters into np.zeros(shape), float64: float32 gradients become float64",
            "reduction_rules", "grad_in = np.zeros(ctx.shape, dtype=grad.dtype)", "grad_in = np.zeros(ctx.shape)",
            GETITEM, visible=True),
