@@ -46,6 +46,8 @@ def _shared_work(item) -> str | None:
     same worker, so each is built once (the demo, a chapter's in-process verdicts, a corpus run, the legacy class)."""
     names = set(item.fixturenames)
     params = item.callspec.params if hasattr(item, "callspec") else {}
+    if item.name == "test_tests_that_share_a_fixture_share_a_worker":
+        return "sentinel"
     if "demo" in names:
         return "demo"
     if "runs" in names:
@@ -76,6 +78,7 @@ def pytest_configure(config):
             "pytest (make test does: pip install -c constraints.txt -e .[test]) or run with TEST_WORKERS=0.")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups (and ignores marks added later)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         group = _shared_work(item)
