@@ -14,7 +14,8 @@ and exits. The parent's own run is the job named BASE. Two kinds of run use it:
 - graded (autograde.build.verdicts): the source's test cells with their hidden tests, each wrapped in the
   grader's harness calls (autograde.hidden.harness.before_test / after_test) as the grader wraps them.
 Per test cell a job records: whether the cell raised, what it wrote to stderr, and the harness's reports; and
-which other cells raised ("raised_cells", by index).
+which other cells raised ("raised_cells", by index, and "errors": index -> the exception's type and message, after the word "stub"
+for a NotImplementedError that an exercise's stub raised).
 """
 from __future__ import annotations
 
@@ -76,6 +77,18 @@ def _harness_call(expression: str) -> dict:
         return {"error": repr(exc)}
 
 
+def _raised_by_stub(failure: BaseException | None) -> bool:
+    """Whether a NotImplementedError was raised by an exercise's stub (course.checking.is_stub's test)."""
+    if not isinstance(failure, NotImplementedError) or failure.__traceback__ is None:
+        return False
+    from course.checking import _stub_code
+
+    tb = failure.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return _stub_code(tb.tb_frame.f_code)
+
+
 def _run_cell(shell, cell: dict, source: str, cell_timeout: int, harness: bool) -> tuple[int, dict | None]:
     """Run one cell; return its execution count and, for a test cell, its record: raised, stderr, the harness's
     before/after reports."""
@@ -85,16 +98,22 @@ def _run_cell(shell, cell: dict, source: str, cell_timeout: int, harness: bool) 
     real = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Capture(keep=False), err
     signal.alarm(cell_timeout)
+    error = ""
     try:
-        ok = shell.run_cell(source, store_history=True, silent=False).success
+        result = shell.run_cell(source, store_history=True, silent=False)
+        ok = result.success
+        failure = result.error_in_exec or result.error_before_exec
+        error = f"{type(failure).__name__}: {str(failure)[:300]}" if failure is not None else ""
+        if _raised_by_stub(failure):
+            error = "stub " + error
     except _Alarm:
-        ok = False
+        ok, error = False, "_Alarm: the cell ran past its time limit"
     finally:
         signal.alarm(0)
         sys.stdout, sys.stderr = real
     if not cell["test"]:
-        return count, None if ok else {"raised": True}
-    record = {"raised": not ok, "stderr": err.getvalue()[-4000:]}
+        return count, None if ok else {"raised": True, "error": error}
+    record = {"raised": not ok, "error": error, "stderr": err.getvalue()[-4000:]}
     if harness:
         record["before"] = before
         record["after"] = _harness_call(("after_test",))
@@ -115,6 +134,7 @@ def _run_from(shell, cells, start: int, job: dict, cell_timeout: int, harness: b
         out["counts"][str(count)] = i
         if record is not None and not cell["test"]:
             out.setdefault("raised_cells", []).append(i)
+            out.setdefault("errors", {})[str(i)] = record["error"]
         elif record is not None:
             out["tests"][cell["grade_id"]] = record
             pending.discard(cell["grade_id"])
@@ -186,6 +206,7 @@ def worker(plan_path: Path) -> None:
         base["counts"][str(count)] = index
         if record is not None and not cell["test"]:
             base.setdefault("raised_cells", []).append(index)
+            base.setdefault("errors", {})[str(index)] = record["error"]
         elif record is not None:
             base["tests"][cell["grade_id"]] = record
     base["seconds"] = round(time.monotonic() - started, 2)

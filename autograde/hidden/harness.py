@@ -13,6 +13,8 @@ IPython evaluates without its input transformers, so a student's hook cannot bla
   * runs the reference solution of the chapter's other exercises in the notebook's namespace (isolation:
     one bug costs one exercise), a class the student's code already subclassed taking the reference's
     methods in place;
+  * tells the stand-ins of course.checking.answer_or_reference which names the cell grades: those always
+    run the student's code, so a stub never earns points through the reference that stands in for it;
   * wraps the graded names so that a torch operation inside them raises (the tests use torch; graded code
     may not), unless the exercise is about torch;
   * keeps the test cell's own source out of IPython's history and linecache, so student code it calls
@@ -598,6 +600,8 @@ def before_test(plan: dict | None = None) -> str:
     shell = _shell()
     ns = shell.user_ns
     names = list(plan.get("names", ()))
+    _STATE["own"] = tuple(names)  # course.checking's stand-ins call these names' own code, never the reference
+    _PENDING.append(lambda: _STATE.pop("own", None))
     report["foreign"] = provenance(ns, names)
     if plan.get("references"):
         snapshot = _swap_in(ns, list(plan["references"]))

@@ -25,6 +25,15 @@ CELLS = {
     "needs_other_error": "with needs('exercise 1'):\n    int('x')",
     "needs_answered": "with needs('exercise 1'):\n    print('ran')\nprint('after')",
     "passed": "passed('central_difference')",
+    # a given cell installs the student's `double` into an engine; the reference stands in while it is a stub
+    "stub_double": "def double(x):\n    \"\"\"Twice x.\"\"\"\n    # YOUR CODE HERE\n    raise NotImplementedError()",
+    "install": ("from course.checking import answer_or_reference, current_or_reference, is_stub\n"
+                "class Engine:\n    pass\n"
+                "Engine.double = answer_or_reference('double', lambda self, x: 2 * x, 'exercise 9')\n"
+                "print(Engine().double(21), is_stub(double), is_stub(Dual), is_stub(lambda: 1))"),
+    "answer_double": "def double(x):\n    return x + x + 0.5",
+    "engine_uses_answer": "print(Engine.double(4), is_stub(double))",
+    "current": "print(current_or_reference('Dual', int, 'exercise 2').__name__)",
 }
 
 
@@ -79,3 +88,13 @@ def test_a_passing_visible_test_says_so_in_one_line(outputs):
     streams = outputs["passed"]
     assert len(streams) == 1 and streams[0].name == "stdout", streams
     assert streams[0].text.count("\n") == 1 and "central_difference passed" in streams[0].text
+
+
+def test_a_stand_in_uses_the_reference_until_the_answer_exists_and_says_so_once(outputs):
+    said = "".join(o.text for o in outputs["install"] if o.output_type == "stream")
+    assert said == ("exercise 9 (double) is not answered yet: the course's reference stands in for it until it is.\n"
+                    "42 True True False\n"), said
+    # the answer defined after the install: the engine calls it, without the given cell run again
+    assert [o.text for o in outputs["engine_uses_answer"]] == ["8.5 False\n"]
+    shown = "".join(o.text for o in outputs["current"] if o.output_type == "stream")
+    assert shown.endswith("int\n") and "exercise 2 (Dual) is not answered yet" in shown
