@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 from autograde import notebook as nbk
 from autograde.build.forked import BASE, run_plan
+from autograde.build import catalogue as mut
+from autograde.build import visible
 from autograde.build.visible import CELL_TIMEOUT, filled_release
 from autograde.grader.incidents import defined_names, python_of
 from autograde.paths import release_path, source_path
@@ -69,10 +71,10 @@ def _used_names(source: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def needing(cells: list[dict], group: tuple[str, ...]) -> set[str]:
+def needing(cells: list[dict], group: tuple[str, ...], answer_ids: set[str]) -> set[str]:
     """The names that need the exercise: what its answer cells define, and what any answer cell that uses one
     of those names defines, and so on."""
-    answers = [c for c in cells if c["grade_id"] and not c["test"] and c["grade_id"] is not None]
+    answers = [c for c in cells if c["grade_id"] in answer_ids and not c["test"]]
     names = {n for c in answers if c["grade_id"] in group for n in defined_names(c["source"])}
     grew = True
     while grew:
@@ -85,33 +87,41 @@ def needing(cells: list[dict], group: tuple[str, ...]) -> set[str]:
     return names
 
 
+STUB = "stub:"
+"""The prefix of a stub job's name (a run may also hold the visible run's mutant jobs)."""
+
+
+def stub_jobs(chapter: str, cells: list[dict], only: list[tuple[str, ...]] | None = None) -> list[dict]:
+    """One job per exercise: its answer cells back to their release stubs, run to the notebook's end."""
+    stubs = {nbk.grade_id(c): c.source for c in nbk.read(release_path(chapter)).cells if nbk.is_solution(c)}
+    index = {c["grade_id"]: i for i, c in enumerate(cells) if c["grade_id"] in stubs and not c["test"]}
+    return [{"name": STUB + "+".join(group), "changes": {str(index[g]): stubs[g] for g in group}}
+            for group in (only or groups(chapter))]
+
+
 def plan(chapter: str, only: list[tuple[str, ...]] | None = None) -> dict:
     nb = filled_release(chapter)
-    stubs = {nbk.grade_id(c): c.source for c in nbk.read(release_path(chapter)).cells if nbk.is_solution(c)}
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    cells = [{"source": c.source, "grade_id": nbk.grade_id(c), "test": nbk.is_test(c)} for c in code]
-    index = {nbk.grade_id(c): i for i, c in enumerate(code) if nbk.is_solution(c)}
-    jobs = [{"name": "+".join(group), "changes": {str(index[g]): stubs[g] for g in group}}
-            for group in (only or groups(chapter))]
-    return {"cells": cells, "jobs": jobs, "harness": False, "cell_timeout": CELL_TIMEOUT, "parallel": 2}
+    cells = [{"source": c.source, "grade_id": nbk.grade_id(c), "test": nbk.is_test(c)}
+             for c in nb.cells if c.cell_type == "code"]
+    return {"cells": cells, "jobs": stub_jobs(chapter, cells, only), "harness": False,
+            "cell_timeout": CELL_TIMEOUT, "parallel": 2}
 
 
-def measure(chapter: str, only: list[tuple[str, ...]] | None = None) -> dict[tuple[str, ...], list[Broken]]:
+def judge(chapter: str, cells: list[dict], jobs: list[dict], found: dict[str, dict]
+          ) -> dict[tuple[str, ...], list[Broken]]:
     """Per exercise (and () for the filled notebook), the cells that broke."""
-    job = plan(chapter, only)
-    found = run_plan(job)
-    cells = job["cells"]
     source = nbk.read(source_path(chapter))
     graded = nbk.exercises(source)
+    answer_ids = {nbk.grade_id(c) for c in source.cells if nbk.is_solution(c)}
     out: dict[tuple[str, ...], list[Broken]] = {}
-    for spec in [{"name": BASE, "changes": {}}, *job["jobs"]]:
-        group = () if spec["name"] == BASE else tuple(spec["name"].split("+"))
+    for spec in [{"name": BASE}, *jobs]:
+        group = () if spec["name"] == BASE else tuple(spec["name"][len(STUB):].split("+"))
         result = found[spec["name"]]
         broken: list[Broken] = []
         if result.get("died"):
             broken.append(Broken(group, -1, None, f"the run died: {result['died']}"))
         own_tests = {t for t, answers in graded.items() if set(answers) & set(group)}
-        names = needing(cells, group)
+        names = needing(cells, group, answer_ids)
         failed = {int(i): e for i, e in result.get("errors", {}).items()}
         failed |= {next(i for i, c in enumerate(cells) if c["grade_id"] == gid): record.get("error") or "raised"
                    for gid, record in result.get("tests", {}).items() if record["raised"]}
@@ -121,8 +131,24 @@ def measure(chapter: str, only: list[tuple[str, ...]] | None = None) -> dict[tup
                     or error.startswith("stub ") and _used_names(cell["source"]) & names):
                 continue
             broken.append(Broken(group, i, cell["grade_id"], error))
-        out[group] = sorted(broken, key=lambda b: b.cell)
+        out[group] = broken
     return out
+
+
+def measure(chapter: str, only: list[tuple[str, ...]] | None = None) -> dict[tuple[str, ...], list[Broken]]:
+    """Per exercise (and () for the filled notebook), the cells that broke."""
+    job = plan(chapter, only)
+    return judge(chapter, job["cells"], job["jobs"], run_plan(job))
+
+
+def measure_with_visible(chapter: str) -> tuple[dict[tuple[str, ...], list[Broken]], dict[str, visible.Outcome]]:
+    """This measurement and the visible one (autograde.build.visible) from one run of the notebook: the same
+    filled release, its mutants and its stubbed exercises forked from it."""
+    job = visible.plan(chapter, mut.load(chapter).mutants)
+    mutants = list(job["jobs"])
+    stubs = stub_jobs(chapter, job["cells"])
+    found = run_plan({**job, "jobs": mutants + stubs})
+    return judge(chapter, job["cells"], stubs, found), visible.outcomes(mutants, found)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,9 +69,13 @@ def measure(chapter: str, mutants: tuple[mut.Mutant, ...] | None = None) -> dict
     """Run the worker for a chapter's mutants (default: the whole catalogue)."""
     mutants = mut.load(chapter).mutants if mutants is None else mutants
     job = plan(chapter, mutants)
-    found = run_plan(job)
+    return outcomes(job["jobs"], run_plan(job))
+
+
+def outcomes(jobs: list[dict], found: dict[str, dict]) -> dict[str, Outcome]:
+    """What the worker found for these mutant jobs (see plan), as each mutant's Outcome."""
     out = {}
-    for spec in job["jobs"]:
+    for spec in jobs:
         result = found[spec["name"]]
         own = set(spec["stop_after"])
         raised = [g for g, r in result["tests"].items() if r["raised"]]

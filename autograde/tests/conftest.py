@@ -40,6 +40,22 @@ def demo(tmp_path_factory):
     return root, run_demo(root, quiet=True), None
 
 
+@pytest.fixture(scope="session")
+def student_runs():
+    """chapter -> (single-stub findings, visible outcomes): the release run as a student runs it, once per chapter,
+    with every catalogued mutant and every exercise left as its stub forked from it (autograde.build.single_stub)."""
+    from autograde.build import single_stub
+
+    cache: dict[str, tuple] = {}
+
+    def get(chapter: str) -> tuple:
+        if chapter not in cache:
+            cache[chapter] = single_stub.measure_with_visible(chapter)
+        return cache[chapter]
+
+    return get
+
+
 # -- running in parallel (pytest-xdist, `make test`: -n 3 --dist loadgroup) -------------------------------------------
 def _shared_work(item) -> str | None:
     """The expensive session or module fixture a test shares with others, if any: tests that share one run on the
@@ -58,6 +74,8 @@ def _shared_work(item) -> str | None:
         return "legacy"
     if "measured" in names and item.module.__name__.endswith("test_verdicts"):
         return f"verdicts-{params.get('chapter_id') or params.get('chapter')}"
+    if "student_runs" in names:
+        return f"student-{params.get('chapter')}"
     if "batches" in names:
         return f"grading-{params.get('chapter_id')}"
     return None

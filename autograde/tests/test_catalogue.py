@@ -12,7 +12,6 @@ from __future__ import annotations
 import pytest
 
 from autograde import notebook as nbk
-from autograde.build import visible
 
 from .conftest import catalogue, source
 
@@ -38,21 +37,8 @@ def test_mutant_losses_stay_in_their_exercise(chapter):
     assert not wrong, "one bug must cost one exercise:\n  " + "\n  ".join(wrong)
 
 
-@pytest.fixture(scope="module")
-def measured():
-    """chapter -> mutant -> Outcome, measured once per chapter."""
-    cache: dict[str, dict[str, visible.Outcome]] = {}
-
-    def get(chapter: str) -> dict[str, visible.Outcome]:
-        if chapter not in cache:
-            cache[chapter] = visible.measure(chapter)
-        return cache[chapter]
-
-    return get
-
-
-def test_visible_catch_records_are_true(chapter, measured):
-    got = measured(chapter)
+def test_visible_catch_records_are_true(chapter, student_runs):
+    got = student_runs(chapter)[1]
     wrong = []
     for m in catalogue(chapter).mutants:
         o = got[m.name]

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from course import CHAPTERS
 from course.checking import answer_or_reference, is_stub
 
 from autograde.build import single_stub
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_any_one_exercise_left_as_its_stub_breaks_no_other_cell(chapter):
-    found = single_stub.measure(chapter)
+def test_any_one_exercise_left_as_its_stub_breaks_no_other_cell(chapter, student_runs):
+    found = student_runs(chapter)[0]
     assert not found[()], "the filled notebook itself fails:\n" + "\n".join(map(str, found[()]))
     broken = [str(b) for group, cells in found.items() if group for b in cells]
     assert not broken, f"{chapter}: cells that break when one exercise is left as its stub:\n" + "\n".join(broken)
