@@ -4,6 +4,7 @@ Run nbgrader from the repository root, or from a workspace made by
 autograde.grader.workspace (its own nbgrader_config.py loads this file and sets
 the workspace as the course root, so run-time state stays out of git).
 """
+from autograde.grader.limits import LIMITS
 from autograde.grader.steps import (
     WARNING_PATTERN, ApplyIncidents, DetectTampering, NoteFileAccess, DropEmptyMetadata, HideHiddenTestsInFeedback,
     SandboxedExecute, StripCellTags,
@@ -26,7 +27,7 @@ c.CourseDirectory.course_id = "autograd-course"
 c.CourseDirectory.ignore = ["*"]
 
 # Per-cell wall-clock limit (seconds); a cell past it is interrupted and scores 0.
-c.Execute.timeout = 60
+c.Execute.timeout = LIMITS.cell_seconds
 c.Execute.startup_timeout = 120
 c.Execute.interrupt_on_timeout = True
 
@@ -51,12 +52,14 @@ c.OverwriteCells.add_missing_cells = True
 # grading goes on. Tampering and forbidden code (torch, this chapter's reference
 # engine, patched helpers) are recorded as incidents in the autograded notebook's
 # metadata; forbidden code costs the exercise it belongs to (ApplyIncidents).
-c.SandboxedExecute.notebook_timeout = 900
-c.SandboxedExecute.max_output_bytes = 1_000_000
-c.SandboxKernelManager.memory_limit = 3 * 1024**3   # RLIMIT_DATA (not RLIMIT_AS); torch imports fine under 1 GB
-c.SandboxKernelManager.file_size_limit = 64 * 1024**2
-c.SandboxKernelManager.process_limit = 128          # processes and threads of one kernel; it uses ~20
-c.SandboxKernelManager.cpu_limit = 900
+# The limits themselves are written once, in autograde/grader/limits.py.
+c.SandboxedExecute.notebook_timeout = LIMITS.notebook_seconds
+c.SandboxedExecute.max_output_bytes = LIMITS.output_chars
+c.SandboxKernelManager.memory_limit = LIMITS.memory_bytes     # RLIMIT_DATA (not RLIMIT_AS)
+c.SandboxKernelManager.file_size_limit = LIMITS.file_bytes
+c.SandboxKernelManager.process_limit = LIMITS.processes       # processes and threads of one kernel
+c.SandboxKernelManager.cpu_limit = LIMITS.cpu_seconds
+c.SandboxKernelManager.tmpfs_size = LIMITS.tmpfs_bytes
 
 c.Autograde.sanitize_preprocessors = [
     DetectTampering,  # first: sees the submission exactly as handed in

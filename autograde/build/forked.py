@@ -148,7 +148,10 @@ def worker(plan_path: Path) -> None:
 
     data = json.loads(plan_path.read_text())
     cells, jobs = data["cells"], data["jobs"]
-    cell_timeout, child_timeout = int(data.get("cell_timeout", 60)), int(data.get("child_timeout", 900))
+    from autograde.grader.limits import LIMITS
+
+    cell_timeout = int(data.get("cell_timeout", LIMITS.cell_seconds))
+    child_timeout = int(data.get("child_timeout", LIMITS.notebook_seconds))
     parallel, harness = max(1, int(data.get("parallel", 1))), bool(data.get("harness"))
     out_dir = plan_path.parent
     starts: dict[int, list[dict]] = {}

@@ -30,11 +30,12 @@ from autograde import notebook as nbk
 from autograde.build import catalogue as mut
 from autograde.build.forked import BASE, run_plan
 from autograde.grader.incidents import exercise_tests
+from autograde.grader.limits import LIMITS
 from autograde.grader.steps import WARNING_PATTERN
 from autograde.grader.test_plans import blocked_references, plans
 from autograde.paths import example_path, release_path, source_path
 
-CELL_TIMEOUT = 60  # the course's limit per cell (nbgrader_config.py)
+CELL_TIMEOUT = LIMITS.cell_seconds  # the course's limit per cell
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ def _measure_runs(chapter: str, nb: NotebookNode, runs: dict[str, tuple[list, tu
              "stop_after": list(runs[name][1])} for name in runs]
     t0 = time.perf_counter()
     found = run_plan({"cells": cells, "jobs": jobs, "harness": True, "blocked": list(blocked_references(chapter)),
-                      "cell_timeout": CELL_TIMEOUT, "child_timeout": 900, "parallel": parallel})
+                      "cell_timeout": CELL_TIMEOUT, "child_timeout": LIMITS.notebook_seconds, "parallel": parallel})
     owners = exercise_tests(nbk.NotebookNode({**nb, "cells": code}))
     base = found[BASE]
     out = {name: _verdict(name, result, base, owners) for name, result in found.items()}

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from autograde import notebook as nbk
 from autograde.build import catalogue as mut
 from autograde.build.forked import run_plan
+from autograde.grader.limits import LIMITS
 from autograde.paths import release_path, source_path
 
-CELL_TIMEOUT = 60  # seconds per cell, the course's limit (an endless loop is a caught mutant, reported as such)
+CELL_TIMEOUT = LIMITS.cell_seconds  # the course's limit per cell (an endless loop is a caught mutant, reported as such)
 
 
 @dataclass(frozen=True)

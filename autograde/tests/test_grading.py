@@ -20,6 +20,7 @@ import os
 import pytest
 
 from course import CHAPTERS
+from autograde.grader.limits import LIMITS
 from autograde.build import products as build
 from autograde.build import catalogue as mut
 from autograde.build.examples import example_losses
@@ -30,7 +31,7 @@ from autograde.grader.workspace import Submission, grade_in_parallel
 from .conftest import catalogue, source, graded_test_cells
 
 pytestmark = pytest.mark.grading
-CELL_TIMEOUT = 60  # the course's limit: a correct test cell takes up to ~10 s on a loaded two-core machine, and
+CELL_TIMEOUT = LIMITS.cell_seconds  # the course's limit: a correct test cell takes up to ~10 s on a loaded two-core machine, and
 # a shorter limit would fail it there; only adv_loop_after_definitions ever reaches it
 
 

@@ -15,6 +15,7 @@ from autograde import notebook as nbk
 from autograde.grader import incidents
 from autograde.grader.containment import SandboxKernelManager
 from autograde.grader.incidents import error_output
+from autograde.grader.limits import LIMITS
 from autograde.grader.test_plans import TestPlan, blocked_references, plans
 
 # Called in the kernel through user_expressions, which IPython evaluates without its input transformers.
@@ -47,8 +48,8 @@ class SandboxedExecute(Execute):
         config=True)
     isolate = Bool(True, help="Run each test cell on the reference code of the chapter's other exercises, so one "
                               "bug costs one exercise (False: the student's code throughout, for controls)").tag(config=True)
-    notebook_timeout = Int(900, help="Wall-clock seconds for the whole notebook").tag(config=True)
-    max_output_bytes = Int(1_000_000, help="Output kept per cell, in characters").tag(config=True)
+    notebook_timeout = Int(LIMITS.notebook_seconds, help="Wall-clock seconds for the whole notebook").tag(config=True)
+    max_output_bytes = Int(LIMITS.output_chars, help="Output kept per cell, in characters").tag(config=True)
 
     def __init__(self, **kw):
         kw.setdefault("kernel_manager_class", SandboxKernelManager)
