@@ -7,7 +7,8 @@ chapter's rules registered) against torch and fails with a course.checking messa
 - compare_op: one operation against torch: value, dtype, node name, what the rule saves, the
   gradients the rule itself returns (an array per input, the input's shape and dtype, the same on a
   second call, the upstream gradient untouched), every gradient flowing between nodes in the graph's
-  dtype, and .grad of each input.
+  dtype, and .grad of each input; then the shared contract (autograde.hidden.contract) on non-contiguous,
+  0-d, size-1 and empty variants of the inputs, wherever torch accepts them.
 - compare_binary: compare_op for binary operators over pairs of broadcasting shapes, both dtypes, constants.
 - peak_bytes: the peak of memory allocated while a call runs (tracemalloc sees NumPy's arrays).
 - names_element: whether an error message names an index, as Python prints a tuple of ints.
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 
 import course.checking as checking
+from autograde.hidden.contract import check_contract
 from course.reference.ch02_tape import Function, Tensor, gradient_edge, topological_order
 
 FLOATS = (np.float64, np.float32)
@@ -173,6 +175,7 @@ def compare_op(label: str, engine_fn: Callable[..., Tensor], torch_fn: Callable[
     for i in grad_of:
         checking.check_close(f"the gradient of input {i} of {where}, for a random upstream gradient", xs[i].grad,
                              ts[i].grad, rtol=rtol, atol=atol, against="torch")
+    check_contract(label, engine_fn, torch_fn, data, dtype, grad_of, rtol, atol, Tensor)
     return out
 
 
