@@ -41,7 +41,6 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -57,7 +56,7 @@ from autograde.grader import containment
 from autograde.grader import incidents as integrity
 from autograde.grader.limits import LIMITS
 from autograde import notebook as nbk
-from autograde.grader.workspace import Workspace
+from autograde.grader.workspace import NbgraderError, Workspace
 
 DEFAULT_WORKSPACE = nbk.REPO / ".work" / "grading"
 CELL_TIMEOUT = LIMITS.cell_seconds
@@ -287,18 +286,10 @@ class Progress:
 
 def _autograde_job(ws: Workspace, chapter: str, timeout: float) -> str | None:
     """nbgrader autograde in one job workspace; the error text when it reports one."""
-    cmd = [sys.executable, "-m", "nbgrader", "autograde", chapter, "--force", *ws.extra_args]
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-    log = ws.logs / f"autograde-{chapter}.log"
-    with log.open("w") as out:
-        try:
-            proc = subprocess.run(cmd, cwd=ws.root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return f"nbgrader autograde ran past {timeout:.0f} s and was stopped"
-    text = log.read_text(errors="replace")
-    if proc.returncode != 0 or "[ERROR]" in text:
-        return "\n".join(ln for ln in text.splitlines() if "[ERROR]" in ln)[-2000:] or f"exit status {proc.returncode}"
+    try:
+        ws.autograde(chapter, timeout=timeout)
+    except NbgraderError as error:
+        return error.errors
     return None
 
 

@@ -27,7 +27,11 @@ c.CourseDirectory.root = {root!r}
 
 
 class NbgraderError(RuntimeError):
-    """An nbgrader command failed; the message holds the end of its log."""
+    """An nbgrader command failed; the message holds the end of its log, `errors` its [ERROR] lines."""
+
+    def __init__(self, message: str, errors: str = "") -> None:
+        super().__init__(message)
+        self.errors = errors or message
 
 
 @dataclass(frozen=True)
@@ -62,21 +66,29 @@ class Workspace:
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest / src.name)
 
-    def nbgrader(self, *args: str, log: str) -> None:
-        """Run one nbgrader command in this workspace; raise NbgraderError with its log if it fails."""
+    def nbgrader(self, *args: str, log: str, timeout: float | None = None) -> None:
+        """Run one nbgrader command in this workspace (stopped after `timeout` seconds if given); raise
+        NbgraderError with its log if it fails. Every nbgrader process the grader starts starts here."""
         cmd = [sys.executable, "-m", "nbgrader", *args, *self.extra_args]
         log_path = self.logs / f"{log}.log"
         # nbgrader runs `alembic` from PATH: put this interpreter's bin folder first,
         # so an un-activated virtual environment works.
         env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+        what = f"`nbgrader {' '.join(args)}`"
         with log_path.open("w") as out:
-            proc = subprocess.run(cmd, cwd=self.root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL)
+            try:
+                proc = subprocess.run(cmd, cwd=self.root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                why = f"{what} ran past {timeout:.0f} s and was stopped"
+                raise NbgraderError(f"{why} (log {log_path})", why) from None
         text = log_path.read_text(errors="replace")
         # nbgrader autograde exits 0 even when a notebook could not be graded; its log says so.
         if proc.returncode != 0 or "[ERROR]" in text:
             tail = "\n".join(text.splitlines()[-40:])
-            raise NbgraderError(f"`nbgrader {' '.join(args)}` failed in {self.root} (log {log_path}):\n{tail}")
+            errors = "\n".join(ln for ln in text.splitlines() if "[ERROR]" in ln)[-2000:]
+            raise NbgraderError(f"{what} failed in {self.root} (log {log_path}):\n{tail}",
+                                errors or f"exit status {proc.returncode}")
 
     def generate_assignment(self, chapter: str) -> Path:
         """nbgrader generate_assignment: writes release/<chapter>/ and the chapter's cells into the gradebook."""
@@ -100,12 +112,12 @@ class Workspace:
         return dest
 
     # -- grading ------------------------------------------------------------
-    def autograde(self, chapter: str, student: str | None = None) -> None:
+    def autograde(self, chapter: str, student: str | None = None, timeout: float | None = None) -> None:
         """nbgrader autograde (all submitted students, or one), regrading from scratch."""
         args = ["autograde", chapter, "--force"]
         if student:
             args.append(f"--student={student}")
-        self.nbgrader(*args, log=f"autograde-{chapter}" + (f"-{student}" if student else ""))
+        self.nbgrader(*args, log=f"autograde-{chapter}" + (f"-{student}" if student else ""), timeout=timeout)
 
     def generate_feedback(self, chapter: str) -> Path:
         """nbgrader generate_feedback: one HTML page per student, hidden tests removed."""
