@@ -28,6 +28,8 @@ import inspect
 import sys
 import textwrap
 import traceback
+import types
+import weakref
 from contextlib import contextmanager
 from types import CodeType, TracebackType
 from typing import Any, Callable, Iterator
@@ -237,14 +239,33 @@ def _functions_of(value: Any) -> list[Any]:
     return [value] if hasattr(value, "__code__") else []
 
 
+_STUB_OF: "weakref.WeakKeyDictionary[Any, tuple[CodeType, bool]]" = weakref.WeakKeyDictionary()
+"""function -> (its code when last looked at, whether that code is a stub): a stand-in asks on every call."""
+
+
+def _stub_function(f: Any) -> bool:
+    code = f.__code__
+    seen = _STUB_OF.get(f)
+    if seen is not None and seen[0] is code:
+        return seen[1]
+    stub = _stub_code(code)
+    try:
+        _STUB_OF[f] = (code, stub)
+    except TypeError:
+        pass
+    return stub
+
+
 def is_stub(answer: Any) -> bool:
     """Whether an exercise's answer is still its stub: a function whose body only raises NotImplementedError,
     or a class one of whose own methods is such a function. A missing answer (None) counts as a stub."""
     if answer is None:
         return True
     if isinstance(answer, type):
-        return any(_stub_code(f.__code__) for v in vars(answer).values() for f in _functions_of(v))
-    return any(_stub_code(f.__code__) for f in _functions_of(answer))
+        return any(_stub_function(f) for v in vars(answer).values() for f in _functions_of(v))
+    if type(answer) is types.FunctionType and "__wrapped__" not in answer.__dict__:  # the common case, fast
+        return _stub_function(answer)
+    return any(_stub_function(f) for f in _functions_of(answer))
 
 
 def _graded_now() -> tuple[str, ...]:
