@@ -138,3 +138,12 @@ def test_deleted_test_cells_can_be_restored(chapter):
             assert meta.get("grade") or meta.get("solution"), (
                 f"{nbk.grade_id(cell)} follows the read-only cell {nbk.grade_id(previous)}: if a student deletes "
                 f"{nbk.grade_id(cell)}, nbgrader cannot restore it; move it or drop {nbk.grade_id(previous)}'s metadata")
+
+
+def test_demo_cells_are_safe_to_skip(chapter):
+    """A cell marked course.demo (skipped by the in-process verdicts) is a given cell, and no later cell that runs
+    reads a name it bound (autograde.build.demo_cells)."""
+    from autograde.build.demo_cells import problems
+
+    found = problems(source(chapter))
+    assert not found, f"{chapter}: demo marks that the in-process grading cannot honour:\n  " + "\n  ".join(found)
