@@ -281,6 +281,9 @@ MUTANTS = [
     Mutant("concept_retain_graph_second_order", "confuses retain_graph with create_graph", "concept_retain_graph",
            'answer_retain_graph = "a"', 'answer_retain_graph = "b"', ("test_concept_retain_graph",), visible=False,
            hidden_because="a concept check's answer is only in the hidden test"),
+    Mutant("concept_predict_second_backward_raises", "thinks retain_graph=True leaves the graph freed for the second "
+           "backward", "concept_predict", 'answer_predict = "a"', 'answer_predict = "d"', ("test_concept_predict",),
+           visible=False, hidden_because="a concept check's answer is only in the hidden test"),
     Mutant("concept_keep_alive_print", "believes printing a loss keeps its graph", "concept_keep_alive",
            'answer_keep_alive = "d"', 'answer_keep_alive = "a"', ("test_concept_keep_alive",), visible=False,
            hidden_because="a concept check's answer is only in the hidden test"),
