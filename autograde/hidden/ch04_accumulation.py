@@ -195,15 +195,22 @@ def check_microbatches(accumulate: Callable, rng: np.random.Generator, cases: Se
             for p in params:  # stale gradients the function must clear first
                 p.grad = Tensor(np.full(p.shape, 5.0, dtype=dtype))
             calls: list[int] = []
+            seen: list[Any] = []  # params[0].grad when loss_fn was called (None: no backward since zero_grad)
 
             def loss_fn(xb, yb):
                 calls.append(len(xb))
+                seen.append(None if params[0].grad is None else params[0].grad.data.copy())
                 return engine_mlp_loss(params, np.asarray(xb), np.asarray(yb))
 
             where = f"accumulate_microbatches with N = {n}, k = {k}, {dtype_name(dtype)}"
             got = accumulate(params, loss_fn, X, y, k)
             split = sorted(len(i) for i in np.array_split(np.arange(n), k))
             check_equal(f"{where}: the micro-batch sizes loss_fn was called with (sorted)", sorted(calls), split)
+            for i in range(1, len(seen)):  # one backward per micro-batch, before the next forward
+                assert seen[i] is not None, (
+                    f"{where}: when loss_fn was called for micro-batch {i + 1}, the first parameter's .grad did not "
+                    f"hold the gradient of micro-batch {i} yet: backward must run once per micro-batch, before the "
+                    "next forward (a single backward of the summed losses keeps all k graphs alive)")
             rtol, atol = tolerance(dtype)
             if dtype == np.float64:
                 atol = 1e-12
@@ -460,9 +467,12 @@ def scripted_run(make_ours: Callable, make_torch: Callable, gradients: Sequence[
         for p, q, g in zip(ours, theirs, grads):
             p.grad = None if g is None else Tensor(np.array(g, dtype=p.dtype))
             q.grad = None if g is None else torch.tensor(np.array(g, dtype=p.dtype))
+        arrays = [p.data for p in ours]
         opt.step()
         topt.step()
         for i, (p, q, g) in enumerate(zip(ours, theirs, grads)):
+            assert p.data is arrays[i], (f"{where}: after step {step}, parameter {i}'s .data is a new array: update "
+                                         "it in place, so that every alias of the parameter sees the step")
             rtol, atol = tolerance(p.dtype)
             check_close(f"{where}: parameter {i} after step {step}", p.data, q.detach().numpy(), rtol=rtol, atol=atol,
                         against="torch.optim")
@@ -490,10 +500,14 @@ def run_optimiser(make_ours: Callable, make_torch: Callable, dtype: Any, where: 
         topt.zero_grad()
         engine_mlp_loss(ours[:-1], X, y).backward()
         torch_mlp_loss(theirs[:-1], X, y).backward()
+        arrays = [(p.data, p.grad) for p in ours]
         opt.step()
         topt.step()
         for i, (p, q) in enumerate(zip(ours, theirs)):
             label = f"{where}, {dtype_name(dtype)}: parameter {i} (shape {p.shape}) after step {step} of {steps}"
+            assert p.data is arrays[i][0] and p.grad is arrays[i][1], (
+                f"{label}: .data or .grad is a new object after step: update the parameter in place and leave .grad "
+                "alone, so that every alias sees the step")
             check_equal(f"the dtype of {label}", p.dtype, np.dtype(dtype))
             check_close(label, p.data, q.detach().numpy(), rtol=rtol, atol=atol, against="torch.optim")
             if q.grad is not None:
@@ -511,13 +525,14 @@ def run_optimiser(make_ours: Callable, make_torch: Callable, dtype: Any, where: 
 # -- clipping -------------------------------------------------------------------------------------
 def check_clip(clip: Callable, rng: np.random.Generator) -> None:
     """clip_grad_norm_ against torch on random gradients: the returned norm and every clipped gradient."""
-    shapes_list = [[(3, 4), (5,), (2, 1, 3)], [(7,)], [(2, 2), (1,)], [(1, 1), (3, 3), (2,), (4,)]]
+    shapes_list = [[(3, 4), (5,), (2, 1, 3)], [(7,)], [(2, 2), (1,)], [(1, 1), (3, 3), (2,), (4,)], [(), (3,)], [()]]
     cases = [(0.5, 2.0), (1e-7, 2.0), (1.0, math.inf), (1.0, 1.0), (3.0, 3.0), (100.0, 2.0), (2, 2), (1.0, "inf"),
              (0.7, 0.5), (5.0, 2), (0.0, 2.0)]
     for c, (max_norm, norm_type) in enumerate(cases):
         for dtype in FLOATS:
             shapes = shapes_list[c % len(shapes_list)]
-            arrays = [(rng.normal(size=s) * (10.0 if i == 0 else 0.1)).astype(dtype) for i, s in enumerate(shapes)]
+            arrays = [np.asarray(rng.normal(size=s) * (10.0 if i == 0 else 0.1)).astype(dtype)
+                      for i, s in enumerate(shapes)]
             ours = [Tensor(np.zeros(s, dtype), requires_grad=True) for s in shapes]
             theirs = [torch.zeros(s, dtype=torch_dtype(dtype), requires_grad=True) for s in shapes]
             skipped = c % 3 == 1 and len(shapes) > 1  # the last parameter has no gradient
@@ -528,9 +543,14 @@ def check_clip(clip: Callable, rng: np.random.Generator) -> None:
                 q.grad = torch.tensor(a.copy())
             where = (f"clip_grad_norm_(max_norm={max_norm!r}, norm_type={norm_type!r}) on gradients of shapes {shapes} "
                      f"({dtype_name(dtype)}{', the last one None' if skipped else ''})")
+            before = [(p.grad, None if p.grad is None else p.grad.data) for p in ours]
             total = clip(ours, max_norm, norm_type)
             t_total = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type)
             rtol = 1e-12 if dtype == np.float64 else 2e-6
+            for i, (p, (grad, array)) in enumerate(zip(ours, before)):
+                assert p.grad is grad and (grad is None or p.grad.data is array), (
+                    f"{where}: gradient {i} (or its array) is a new object: scale it in place (g.data *= c), so "
+                    "that every alias of the gradient sees the clipping")
             assert isinstance(total, Tensor), f"{where} should return a Tensor, got {type(total).__name__}"
             check_close(f"the norm {where} returns", total.data, t_total.numpy(), rtol=rtol, atol=0)
             check_equal(f"the dtype of the norm {where} returns", np.asarray(total.data).dtype, np.dtype(dtype))

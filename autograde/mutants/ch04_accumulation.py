@@ -87,6 +87,12 @@ MUTANTS = [
     Mutant("micro_total_overwritten", "= for += on the returned loss: the last micro-batch's share only",
            "microbatches", "        total += float(loss.item())", "        total = float(loss.item())", MICRO,
            visible=True),
+    Mutant("micro_single_backward", "adds the k weighted losses up and calls backward once: the right gradient, "
+           "but all k graphs are alive at once, which micro-batching exists to avoid", "microbatches",
+           "        loss.backward()                                   # .grad accumulates across the k backward calls\n"
+           "        total += float(loss.item())\n    return total",
+           "        total = loss if isinstance(total, float) else total + loss\n"
+           "    total.backward()\n    return float(total.item())", MICRO, visible=True),
     # --- Exercise 3: the meter -------------------------------------------------------------------
     Mutant("meter_peak_not_updated", "add does not move the peak", "meter",
            "        self.live += nbytes\n        self.peak = max(self.peak, self.live)", "        self.live += nbytes",
@@ -139,12 +145,12 @@ MUTANTS = [
     Mutant("root_no_requires_grad_check", "no check that the root requires grad (crashes later instead)",
            "backward_engine", "    if not tensor.requires_grad:", "    if False:", ROOT, visible=True),
     # --- Exercise 5: the optimiser's parameters and SGD ----------------------------------------------
-    Mutant("optimizer_accepts_non_leaf", "no leaf check", "sgd", "            if not p.is_leaf:",
-           "            if False:", PARAMS, visible=True),
-    Mutant("optimizer_accepts_frozen", "no requires_grad check", "sgd", "            if not p.requires_grad:",
-           "            if False:", PARAMS, visible=True),
+    Mutant("optimizer_accepts_non_leaf", "no leaf check", "sgd", "        if not p.is_leaf:",
+           "        if False:", PARAMS, visible=True),
+    Mutant("optimizer_accepts_frozen", "no requires_grad check", "sgd", "        if not p.requires_grad:",
+           "        if False:", PARAMS, visible=True),
     Mutant("optimizer_keeps_generator", "keeps params as given: a generator is used up after the checks", "sgd",
-           "        self.params = list(params)", "        self.params = params", PARAMS, visible=True),
+           "    params = list(params)\n", "", PARAMS, visible=True),
     Mutant("sgd_zero_buffer", "momentum buffer initialised to zeros (first step (1 - dampening) g)", "sgd",
            '            buf = state.get("momentum_buffer")\n'
            "            if buf is None:\n"
@@ -181,6 +187,9 @@ MUTANTS = [
     Mutant("sgd_nesterov_uses_buffer", "nesterov steps along the buffer, not g + momentum * buffer", "sgd",
            "            grad = grad + self.momentum * buf if self.nesterov else buf", "            grad = buf",
            DECAY_NESTEROV, visible=True),
+    Mutant("sgd_rebinds_data", "p.data = p.data - lr * g: a new array, so aliases of the parameter go stale", "sgd",
+           "        p.data -= self.lr * grad ", "        p.data = p.data - self.lr * grad ", MOMENTUM + DECAY_NESTEROV,
+           visible=True),
     # --- Exercise 6: AdamW -------------------------------------------------------------------------
     Mutant("adamw_l2_decay", "adds the decay to the gradient (Adam's L2) instead of decoupling it", "adamw",
            "        p.data *= 1 - self.lr * self.weight_decay                 # decoupled: the decay never enters m or v",
@@ -204,6 +213,14 @@ MUTANTS = [
            '            denom = np.sqrt(state["max_exp_avg_sq"]) + self.eps', AMSGRAD, visible=True),
     Mutant("adamw_amsgrad_ignored", "amsgrad accepted but never used", "adamw",
            "        if self.amsgrad:\n            np.maximum", "        if False:\n            np.maximum", AMSGRAD,
+           visible=True),
+    Mutant("adamw_rebinds_data", "p.data = p.data - step: a new array, so aliases of the parameter go stale", "adamw",
+           "        p.data -= (self.lr / bias_correction1) * (m / denom)",
+           "        p.data = p.data - (self.lr / bias_correction1) * (m / denom)", ADAMW + AMSGRAD, visible=True),
+    Mutant("adamw_scalar_state_0d", "makes the moments as grad * 0.0: on a 0-d parameter they are NumPy scalars, "
+           "m += ... rebinds a local name, and the stored moments never change", "adamw",
+           '            state["exp_avg"] = np.zeros_like(p.data)\n            state["exp_avg_sq"] = np.zeros_like(p.data)',
+           '            state["exp_avg"] = grad * 0.0\n            state["exp_avg_sq"] = grad * 0.0', ADAMW + AMSGRAD,
            visible=True),
     # --- Exercise 7: clip_grad_norm_ ----------------------------------------------------------------
     Mutant("clip_per_parameter", "clips each gradient on its own norm", "clip",
@@ -231,6 +248,10 @@ MUTANTS = [
     Mutant("clip_norm_in_float64", "computes the norms in float64: float32 gradients get a float64 norm", "clip",
            "norms = [np.sum(np.abs(g.data) ** norm_type)", "norms = [np.sum(np.abs(g.data.astype(np.float64)) ** norm_type)",
            CLIP_NORM, visible=True),
+    Mutant("clip_rebinds_grad", "g.data = g.data * c: a new array, so aliases of the gradient go stale", "clip",
+           "            g.data *= coef ", "            g.data = g.data * coef ", CLIP_NORM, visible=True),
+    Mutant("clip_slice_0d", "scales with g.data[:] *= c, which fails on a 0-d gradient", "clip",
+           "            g.data *= coef ", "            g.data[:] *= coef ", CLIP_NORM, visible=True),
     # --- Exercise 8: train_step ---------------------------------------------------------------------
     Mutant("train_loss_after_update", "returns the loss recomputed after the step (a second forward)", "train_step",
            "    return float(loss.item())", "    return float(compute_loss().item())", TRAIN, visible=True),
@@ -260,6 +281,9 @@ MUTANTS = [
     Mutant("concept_retain_graph_second_order", "confuses retain_graph with create_graph", "concept_retain_graph",
            'answer_retain_graph = "a"', 'answer_retain_graph = "b"', ("test_concept_retain_graph",), visible=False,
            hidden_because="a concept check's answer is only in the hidden test"),
+    Mutant("concept_predict_second_backward_raises", "thinks retain_graph=True leaves the graph freed for the second "
+           "backward", "concept_predict", 'answer_predict = "a"', 'answer_predict = "d"', ("test_concept_predict",),
+           visible=False, hidden_because="a concept check's answer is only in the hidden test"),
     Mutant("concept_keep_alive_print", "believes printing a loss keeps its graph", "concept_keep_alive",
            'answer_keep_alive = "d"', 'answer_keep_alive = "a"', ("test_concept_keep_alive",), visible=False,
            hidden_because="a concept check's answer is only in the hidden test"),
@@ -375,12 +399,12 @@ def backward(tensor, gradient=None, retain_graph=False):
             buf = state["momentum_buffer"]
             d_p = d_p + self.momentum * buf if self.nesterov else buf
         p.data -= self.lr * d_p'''),
-                         ("""        self.params = list(params)
-        if not self.params:
-            raise ValueError("optimizer got an empty parameter list")""",
-                          """        self.params = [p for p in params]
-        if len(self.params) == 0:
-            raise ValueError("optimizer got an empty parameter list")"""))),
+                         ("""    params = list(params)
+    if not params:
+        raise ValueError("optimizer got an empty parameter list")""",
+                          """    params = [p for p in params]
+    if len(params) == 0:
+        raise ValueError("optimizer got an empty parameter list")"""))),
     Alternative("adamw_hat_form", "the textbook form: bias-corrected m and v, then m_hat / (sqrt(v_hat) + eps)",
                 "adamw", _variant("adamw", (_from("adamw", "beta1, beta2 = self.betas"), '''        b1, b2 = self.betas
         if "step" not in state:
@@ -415,7 +439,7 @@ def backward(tensor, gradient=None, retain_graph=False):
     if factor < 1 or not np.isfinite(total):
         with np.errstate(invalid="ignore"):
             for g in grads:
-                g.data = (g.data * min(factor, 1.0)).astype(g.data.dtype)
+                g.data *= min(factor, 1.0)
     return Tensor(np.asarray(total))'''),
     Alternative("train_step_spelled_out", "clears the gradients and calls backward itself", "train_step",
                 '''def train_step(optimizer, compute_loss, max_norm=None, zero_grads=True):
