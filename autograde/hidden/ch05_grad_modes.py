@@ -277,12 +277,44 @@ def _thread_run(api: dict, with_inference: bool) -> dict:
     return seen
 
 
+def _interleaved_run(api: dict) -> dict:
+    """The main thread is inside no_grad twice; a second thread enters no_grad; the main thread leaves its inner and
+    outer blocks while the second is still inside; then the second leaves. Each block restores its own thread's mode."""
+    seen: dict[str, Any] = {}
+    inside, resume = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        try:
+            with api["no_grad"]():
+                inside.set()
+                resume.wait(10)
+                seen["the second thread's mode inside its no_grad, after the main thread left both of its blocks"] = (
+                    api["is_grad_enabled"]())
+            seen["the second thread's mode after its no_grad"] = api["is_grad_enabled"]()
+        except Exception as error:  # noqa: BLE001 - record a thread's exception
+            seen["an exception in the second thread"] = repr(error)
+            inside.set()
+
+    thread = threading.Thread(target=worker, daemon=True)
+    with api["no_grad"]():
+        with api["no_grad"]():
+            thread.start()
+            inside.wait(10)
+        seen["the main thread's mode after its inner no_grad, the second thread inside its own"] = api["is_grad_enabled"]()
+    seen["the main thread's mode after its outer no_grad"] = api["is_grad_enabled"]()
+    resume.set()
+    thread.join(10)
+    return seen
+
+
 def check_threads(ns: dict, with_inference: bool = False) -> None:
     """Grad mode (and inference mode) are per thread: a new thread starts with the defaults, and affects no other."""
     __tracebackhide__ = True
     with checked(ns):
         expected = _thread_run(TORCH, with_inference)
         got = _thread_run(engine(ns), with_inference)
+        expected |= _interleaved_run(TORCH)
+        got |= _interleaved_run(engine(ns))
     for key, want in expected.items():
         assert got.get(key) == want, f"{key}: got {got.get(key)}, expected {want} as torch (modes are per thread)"
     extra = sorted(set(got) - set(expected))
@@ -873,6 +905,19 @@ def inplace_refusal_scenarios(api: dict) -> dict[str, Callable]:
         with api["no_grad"]():
             t.mul_(2.0)
 
+    def inference_leaf_requiring_grad():
+        with api["inference_mode"]():
+            t = T(a)
+            t.requires_grad_()
+        t.add_(1.0)               # two refusals apply: torch names the leaf that requires grad
+
+    def inference_leaf_requiring_grad_no_grad():
+        with api["inference_mode"]():
+            t = T(a)
+            t.requires_grad_()
+        with api["no_grad"]():
+            t.add_(1.0)           # no_grad lifts the leaf's refusal; the inference tensor's remains
+
     def leaf_of_inference_mode():
         x = T(a, True)
         with api["inference_mode"]():
@@ -884,6 +929,8 @@ def inplace_refusal_scenarios(api: dict) -> dict[str, Callable]:
                 leaf_under_set_grad_enabled_false=leaf_under_set_grad_enabled_false,
                 broadcast_into_smaller=broadcast_into_smaller, inference_tensor_outside=inference_tensor_outside,
                 inference_tensor_under_no_grad=inference_tensor_under_no_grad,
+                inference_leaf_requiring_grad=inference_leaf_requiring_grad,
+                inference_leaf_requiring_grad_no_grad=inference_leaf_requiring_grad_no_grad,
                 leaf_of_inference_mode=leaf_of_inference_mode)
 
 
@@ -893,6 +940,18 @@ def check_inplace_refusals(ns: dict) -> None:
     with checked(ns):
         compare_scenarios(inplace_refusal_scenarios(engine(ns)), inplace_refusal_scenarios(TORCH), "in-place refusals",
                           messages=False)
+        # where two refusals apply, the one torch raises: the leaf's, or the inference tensor's
+        ours, theirs = inplace_refusal_scenarios(engine(ns)), inplace_refusal_scenarios(TORCH)
+
+        def which(result: tuple) -> tuple:
+            text = str(result[2]).lower() if result[0] == "error" else ""
+            return result[:2] + ("leaf" in text, "inference" in text)
+
+        for name in ("inference_leaf_requiring_grad", "inference_leaf_requiring_grad_no_grad"):
+            got, expected = outcome(ours[name]), outcome(theirs[name])
+            assert which(got) == which(expected), (
+                f"in-place refusals, scenario {name!r} (two refusals apply): got {shown(got)}, expected torch's "
+                f"{shown(expected)}")
 
 
 def version_error_scenarios(api: dict, seed: int, dtype: Any = np.float64) -> dict[str, Callable]:
@@ -956,7 +1015,34 @@ def version_error_scenarios(api: dict, seed: int, dtype: Any = np.float64) -> di
         y.sum().backward()
         return _grad(x)
 
+    def other_operand_changed_after_inplace():
+        x, w = T(a, True), T(c, True)
+        y = x * 1.0
+        z = w * 1.0
+        y.mul_(z)                 # Mul saved y's old value (a private copy) and z: only y's record goes
+        z.add_(1.0)               # z changed after it was saved: backward must refuse
+        y.sum().backward()
+
+    def other_operand_changed_0d():
+        x, w = T(a[0], True), T(c[0], True)
+        y = x * 1.0
+        z = w * 1.0
+        y.mul_(z)
+        z.mul_(2.0)
+        y.backward()
+
+    def other_operand_unchanged_0d():
+        x, w = T(a[0], True), T(c[0], True)
+        y = x * 1.0
+        z = w * 1.0
+        y.mul_(z)
+        y.backward()
+        return _grad(x), _grad(w)
+
     return dict(output_changed=output_changed, saved_constant_changed=saved_constant_changed,
+                other_operand_changed_after_inplace=other_operand_changed_after_inplace,
+                other_operand_changed_0d=other_operand_changed_0d,
+                other_operand_unchanged_0d=other_operand_unchanged_0d,
                 saved_input_changed_twice=saved_input_changed_twice, changed_through_detach=changed_through_detach,
                 changed_under_no_grad=changed_under_no_grad, step_before_backward=step_before_backward,
                 changed_then_unused=changed_then_unused, changed_in_a_branch_not_saved=changed_in_a_branch_not_saved)
@@ -1071,6 +1157,29 @@ def hook_scenarios(api: dict) -> dict[str, Callable]:
         y.register_hook(hook)
         y.sum().backward()
 
+    def hook_changes_dtype():
+        x = T(np.ones(3, dtype=np.float32), True)
+        y = x * 2.0
+
+        def hook(g):
+            return T(np.ones(3))          # float64 for a float32 gradient: torch refuses
+        y.register_hook(hook)
+        y.sum().backward()
+
+    def hook_changes_dtype_0d():
+        x = T(np.array(1.0, dtype=np.float32), True)
+
+        def hook(g):
+            return T(np.array(2.0))
+        x.register_hook(hook)
+        (x * 3.0).backward()
+
+    def hook_on_leaf_root_0d():
+        x = T(np.array(2.0), True)
+        x.register_hook(lambda g: g * 3.0)
+        x.backward()                      # the leaf is the root: its hook runs on the seed gradient 1
+        return x.grad
+
     def hook_on_constant():
         T(np.ones(3)).register_hook(lambda g: g)
 
@@ -1086,7 +1195,9 @@ def hook_scenarios(api: dict) -> dict[str, Callable]:
                 hook_returns_none_keeps_gradient=hook_returns_none_keeps_gradient,
                 removed_inside_a_with=removed_inside_a_with, hook_on_leaf_used_twice=hook_on_leaf_used_twice,
                 hook_not_called_without_gradient=hook_not_called_without_gradient,
-                hook_changes_shape=hook_changes_shape, hook_on_constant=hook_on_constant,
+                hook_changes_shape=hook_changes_shape, hook_changes_dtype=hook_changes_dtype,
+                hook_changes_dtype_0d=hook_changes_dtype_0d, hook_on_leaf_root_0d=hook_on_leaf_root_0d,
+                hook_on_constant=hook_on_constant,
                 float32_gradient=float32_gradient)
 
 
@@ -1169,10 +1280,30 @@ def retain_scenarios(api: dict) -> dict[str, Callable]:
 
 
 def check_retain_grad(ns: dict) -> None:
-    """retain_grad against torch: non-leaves keep .grad, after every other hook, accumulating."""
+    """retain_grad against torch: non-leaves keep .grad, after every other hook, accumulating; and the node does
+    not keep its own output alive (a cycle would hold the graph's saved bytes until the collector runs)."""
     __tracebackhide__ = True
     with checked(ns):
         compare_scenarios(retain_scenarios(engine(ns)), retain_scenarios(TORCH), "retain_grad", messages=False)
+        Tensor, saved_bytes = ns["Tensor"], ns["saved_bytes"]
+        for shape in ((3,), ()):
+            was_enabled = gc.isenabled()
+            gc.collect()
+            gc.disable()
+            try:
+                x, k = Tensor(np.ones(shape), requires_grad=True), Tensor(np.full(shape, 2.0))
+                base = saved_bytes()
+                y = x * k
+                y.retain_grad()
+                held = saved_bytes() - base
+                del y
+                left = saved_bytes() - base
+            finally:
+                if was_enabled:
+                    gc.enable()
+            assert held > 0 and left == 0, (
+                f"y = x * k (shape {shape}), y.retain_grad(), del y: {left} of the {held} saved bytes are still held "
+                "without the garbage collector: retain_grad's hook keeps y alive (reach y through weakref.ref)")
 
 
 def check_anomaly(ns: dict) -> None:
@@ -1208,6 +1339,10 @@ def check_anomaly(ns: dict) -> None:
             return str(e)
         return "no error"
 
+    def forward_squaring_0d(x):
+        h = x * 1.0
+        return h * h, h
+
     with checked(ns):
         cases = [("a custom Function whose rule returns NaN for its second input", forward_that_makes_nan,
                   lambda t: torch_nan_back.apply(*t).sum(), 2),
@@ -1235,6 +1370,26 @@ def check_anomaly(ns: dict) -> None:
                 y = forward(*xs)
                 assert error(y.backward) == "no error", f"{label}: outside anomaly mode backward must not raise"
                 assert np.isnan(xs[-1].grad.data).all(), f"{label}: outside anomaly mode the NaN reaches .grad"
+        # check_nan=False: anomaly mode records creation sites but lets NaN through, in both
+        for dtype in (np.float64, np.float32):
+            xs = [Tensor(np.ones(3, dtype=dtype), requires_grad=True) for _ in range(2)]
+            ts = [torch.tensor(x.data, requires_grad=True) for x in xs]
+            with detect_anomaly(check_nan=False):
+                ours = error(forward_that_makes_nan(*xs).backward)
+            with torch.autograd.detect_anomaly(check_nan=False):
+                theirs = error(torch_nan_back.apply(*ts).sum().backward)
+            assert ours == theirs == "no error", (
+                f"detect_anomaly(check_nan=False) with a rule returning NaN: got {ours[:300]!r}, torch: {theirs!r}")
+            assert np.isnan(xs[-1].grad.data).all(), "with check_nan=False the NaN reaches .grad, as in torch"
+        x = Tensor(np.array(0.5), requires_grad=True)
+        with ns["set_detect_anomaly"](True, check_nan=False):
+            y, h = forward_squaring_0d(x)
+            h.add_(1.0)
+            message = error(y.backward)
+        assert "modified by an inplace operation" in message and "forward_squaring_0d" in message, (
+            "with set_detect_anomaly(True, check_nan=False) a version error still says where forward created the "
+            f"node; got\n  {message[:600]}")
+        assert not ns["is_anomaly_enabled"](), "anomaly mode is still on after set_detect_anomaly's block"
         # a version error inside anomaly mode names where forward created the failing node
         x = Tensor(np.ones(3), requires_grad=True)
 

@@ -37,7 +37,7 @@ CALL_NODE_HOOKS = """    if node._tensor_hooks:
 MUTANTS = [
     # -- Exercise 1: grad mode ---------------------------------------------------------------------
     Mutant("grad_mode_global_state", "a plain class instead of threading.local: one grad mode for every thread",
-           "grad_mode", "class AutogradState(threading.local):", "class AutogradState:", (THREADS,), visible=True),
+           "grad_state", "class AutogradState(threading.local):", "class AutogradState:", (THREADS,), visible=True),
     Mutant("no_grad_not_restored_on_error", "__exit__ restores the mode only when the body finished without an "
            "exception: one failed evaluation leaves grad mode off", "grad_mode", NO_GRAD_EXIT,
            NO_GRAD_EXIT.replace("def __exit__(self, *exc: Any) -> None:\n        STATE.grad_enabled = self.prev",
@@ -45,7 +45,7 @@ MUTANTS = [
                                 "            STATE.grad_enabled = self.prev"), (NEST,), visible=True),
     Mutant("no_grad_exit_sets_true", "no_grad's __exit__ turns grad mode on instead of restoring it: no_grad in "
            "no_grad ends recording-off too early", "grad_mode", NO_GRAD_EXIT,
-           NO_GRAD_EXIT.replace("STATE.grad_enabled = self.prev", "STATE.grad_enabled = True"), (NEST, DECO),
+           NO_GRAD_EXIT.replace("STATE.grad_enabled = self.prev", "STATE.grad_enabled = True"), (NEST, DECO, THREADS),
            visible=True),
     Mutant("no_grad_swallows_exception", "no_grad's __exit__ returns True (meant as 'done'), which swallows the "
            "body's exception", "grad_mode", NO_GRAD_EXIT, NO_GRAD_EXIT + "\n        return True", (NEST,),
@@ -127,12 +127,12 @@ MUTANTS = [
            "or ()):\n        raise RuntimeError(\"modified by an inplace operation\")\n", (OPS, VER), visible=True),
     Mutant("inplace_no_private_copy", "the new node keeps t's own array, which the in-place write then overwrites: "
            "wrong gradients", "inplace",
-           "        saved.arrays = tuple(a.copy() if a is t.data else a for a in saved.arrays)\n", "", (OPS,),
+           "        saved.arrays = tuple(a.copy() if a is t.data else a for a in saved.arrays)\n", "", (OPS, VER),
            visible=True),
     Mutant("inplace_keeps_own_version_records", "the new node keeps its version record of t, which its own write "
            "then invalidates", "inplace",
            "        saved.versions = [r for r in saved.versions if r.counter is not t._version_counter]\n", "",
-           (OPS,), visible=True),
+           (OPS, VER), visible=True),
     Mutant("inplace_forbids_leaf_under_no_grad", "in-place on a leaf that requires grad refused even under no_grad "
            "(optimisers could not update)", "inplace",
            "if STATE.grad_enabled and t.is_leaf and t.requires_grad:", "if t.is_leaf and t.requires_grad:",
@@ -171,15 +171,60 @@ MUTANTS = [
     Mutant("anomaly_site_from_backward", "the creation site is taken when backward fails, not when forward ran: it "
            "points at the backward call", "hooks", "    if ANOMALY.check_nan:\n",
            "    node.creation_stack = traceback.extract_stack()\n    if ANOMALY.check_nan:\n", (AN,), visible=True),
+    # -- the blind spots of issue 19 ------------------------------------------------------------------
+    Mutant("inplace_drops_every_version_record", "the new node of an in-place operation drops all its version "
+           "records, the other operand's too: changing that operand afterwards goes unnoticed", "inplace",
+           "        saved.versions = [r for r in saved.versions if r.counter is not t._version_counter]\n",
+           "        saved.versions = []\n", (VER,), visible=True),
+    Mutant("inplace_inference_refusal_first", "check_inplace tests the inference tensor before the leaf: where both "
+           "refusals apply it names the wrong one (torch names the leaf)", "inplace",
+           """    if STATE.grad_enabled and t.is_leaf and t.requires_grad:
+        raise RuntimeError(INPLACE_LEAF_MESSAGE)
+    if t._inference and not STATE.inference_mode:
+        raise RuntimeError(INPLACE_INFERENCE_MESSAGE)""",
+           """    if t._inference and not STATE.inference_mode:
+        raise RuntimeError(INPLACE_INFERENCE_MESSAGE)
+    if STATE.grad_enabled and t.is_leaf and t.requires_grad:
+        raise RuntimeError(INPLACE_LEAF_MESSAGE)""", (REF,), visible=True),
+    Mutant("hook_result_checks_shape_only", "call_node checks a hook's replacement for its shape but not its dtype: "
+           "a float64 gradient flows into float32 tensors", "hooks",
+           "                grad = checked_hook_result(hook, grad, result)",
+           """                new = np.asarray(result.data if isinstance(result, Tensor) else result)
+                if new.shape != grad.shape:
+                    raise RuntimeError("hook has changed the size of value")
+                grad = new""", (HK,), visible=True),
+    Mutant("retain_grad_strong_reference", "retain_grad's hook holds its tensor directly: node -> hook -> tensor -> "
+           "node is a cycle that keeps the saved bytes until the garbage collector runs", "hooks",
+           "    owner = weakref.ref(self)                    # the node must not keep its own output alive",
+           "    owner = lambda: self", (RT,), visible=True),
+    Mutant("anomaly_ignores_check_nan", "the NaN check runs in anomaly mode whatever check_nan says", "hooks",
+           "    if ANOMALY.check_nan:\n", "    if True:\n", (AN,), visible=True),
+    Mutant("no_grad_shared_stack", "no_grad keeps the modes it replaced on one stack shared by every thread: threads "
+           "whose blocks interleave restore each other's modes", "grad_mode",
+           """        self.prev = STATE.grad_enabled
+        STATE.grad_enabled = False
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.grad_enabled = self.prev""",
+           """        globals().setdefault("SAVED_MODES", []).append(STATE.grad_enabled)
+        STATE.grad_enabled = False
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.grad_enabled = SAVED_MODES.pop()""", (THREADS,), visible=False,
+           hidden_because="only two threads whose no_grad blocks interleave reveal it; the visible thread test runs "
+           "one block at a time in each thread"),
     # -- concept checks -------------------------------------------------------------------------------
     Mutant("concept_no_grad_wrong", "believes no_grad makes new tensors not require grad", "concept_no_grad",
-           'answer_no_grad = "b"', 'answer_no_grad = "a"', ("test_concept_no_grad",), visible=False,
+           'answer_no_grad = "c"', 'answer_no_grad = "b"', ("test_concept_no_grad",), visible=False,
            hidden_because="a concept check: the answer is only in the hidden test"),
     Mutant("concept_backward_wrong", "believes backward cannot run under no_grad", "concept_backward",
-           'answer_backward = "b"', 'answer_backward = "a"', ("test_concept_backward",), visible=False,
+           'answer_backward = "a"', 'answer_backward = "b"', ("test_concept_backward",), visible=False,
            hidden_because="a concept check: the answer is only in the hidden test"),
     Mutant("concept_inference_wrong", "believes inference mode only matters inside its block", "concept_inference",
-           'answer_inference = "b"', 'answer_inference = "a"', ("test_concept_inference",), visible=False,
+           'answer_inference = "d"', 'answer_inference = "a"', ("test_concept_inference",), visible=False,
+           hidden_because="a concept check: the answer is only in the hidden test"),
+    Mutant("concept_predict_wrong", "believes a product computed under no_grad still carries x's history (3x**2)",
+           "concept_predict", 'answer_predict = "c"', 'answer_predict = "a"', ("test_concept_predict",), visible=False,
            hidden_because="a concept check: the answer is only in the hidden test"),
     Mutant("concept_numpy_wrong", "believes .numpy() detaches", "concept_numpy", 'answer_numpy = "b"',
            'answer_numpy = "c"', ("test_concept_numpy",), visible=False,
@@ -187,15 +232,23 @@ MUTANTS = [
 ]
 
 ALTERNATIVES = [
-    Alternative("grad_mode_class_defaults", "defaults as class attributes of a threading.local subclass (each thread "
-                "writes its own instance attributes), and __exit__ that returns False", "grad_mode", '''class AutogradState(threading.local):
+    Alternative("grad_state_class_defaults", "defaults as class attributes of a threading.local subclass (each "
+                "thread writes its own instance attributes)", "grad_state", '''class AutogradState(threading.local):
     """Per-thread modes: the class attributes are the defaults every thread starts from."""
+
+    grad_enabled = True
+    inference_mode = False
+'''),
+    Alternative("grad_mode_exit_returns_false", "managers that read the mode through is_grad_enabled() and whose "
+                "__exit__ returns False", "grad_mode", '''class Chapter4Modes:
+    """The modes of Chapter 4's engine, which had none: recording always on, never inference mode."""
 
     grad_enabled = True
     inference_mode = False
 
 
-STATE = AutogradState()
+# Your AutogradState once the cell above defines it (run this cell again then); Chapter 4's modes until it does.
+STATE = current_or_reference("AutogradState", Chapter4Modes, "Exercise 1")()
 
 
 def is_grad_enabled() -> bool:
@@ -246,16 +299,16 @@ class set_grad_enabled(DecoratorContextManager):
         return self.__class__(self.mode)
 '''),
     Alternative("grad_mode_stack", "a per-thread stack of saved modes instead of an attribute on each manager",
-                "grad_mode", '''class AutogradState(threading.local):
-    """This thread's modes, and the modes saved by the managers it is inside (innermost last)."""
+                "grad_mode", '''class Chapter4Modes:
+    """The modes of Chapter 4's engine, which had none: recording always on, never inference mode."""
 
-    def __init__(self) -> None:
-        self.grad_enabled = True
-        self.inference_mode = False
-        self.saved: list[bool] = []
+    grad_enabled = True
+    inference_mode = False
 
 
-STATE = AutogradState()
+# Your AutogradState once the cell above defines it (run this cell again then); Chapter 4's modes until it does.
+STATE = current_or_reference("AutogradState", Chapter4Modes, "Exercise 1")()
+SAVED = threading.local()   # this thread's modes saved by the managers it is inside (innermost last)
 
 
 def is_grad_enabled() -> bool:
@@ -267,12 +320,12 @@ def is_inference_mode_enabled() -> bool:
 
 
 def _push(mode: bool) -> None:
-    STATE.saved.append(STATE.grad_enabled)
+    SAVED.__dict__.setdefault("stack", []).append(STATE.grad_enabled)
     STATE.grad_enabled = mode
 
 
 def _pop() -> None:
-    STATE.grad_enabled = STATE.saved.pop()
+    STATE.grad_enabled = SAVED.stack.pop()
 
 
 class no_grad(NoParamDecoratorContextManager):
