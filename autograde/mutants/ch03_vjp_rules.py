@@ -90,19 +90,19 @@ MUTANTS = [
            "            if raise_exception:\n                raise GradcheckError(message)\n            return False",
            "            return False", REPORT, visible=True),
     # --- Exercise 3: arithmetic -------------------------------------------------------------------
-    Mutant("add_keeps_chapter2_rule", "Add returns the upstream gradient as is: no unbroadcast",
-           "arithmetic_rules", "return unbroadcast(grad, ctx.a_shape), unbroadcast(grad, ctx.b_shape)",
+    Mutant("add_keeps_chapter2_rule", "Add returns the upstream gradient as is: no sum_to (unbroadcast)",
+           "arithmetic_rules", "return sum_to(grad, ctx.a_shape), sum_to(grad, ctx.b_shape)",
            "return grad, grad", ADD_SUB, visible=True),
     Mutant("add_shapes_swapped", "Add unbroadcasts a's gradient to b's shape and b's to a's", "arithmetic_rules",
-           "return unbroadcast(grad, ctx.a_shape), unbroadcast(grad, ctx.b_shape)",
-           "return unbroadcast(grad, ctx.b_shape), unbroadcast(grad, ctx.a_shape)", ADD_SUB, visible=True),
+           "return sum_to(grad, ctx.a_shape), sum_to(grad, ctx.b_shape)",
+           "return sum_to(grad, ctx.b_shape), sum_to(grad, ctx.a_shape)", ADD_SUB, visible=True),
     Mutant("sub_second_not_negated", "the gradient of b in a - b is +g", "arithmetic_rules",
-           "unbroadcast(-grad, ctx.b_shape)", "unbroadcast(grad, ctx.b_shape)", ADD_SUB, visible=True),
+           "sum_to(-grad, ctx.b_shape)", "sum_to(grad, ctx.b_shape)", ADD_SUB, visible=True),
     Mutant("mul_gradients_swapped", "a's gradient multiplied by a, b's by b", "arithmetic_rules",
-           "return unbroadcast(grad * b, a.shape), unbroadcast(grad * a, b.shape)",
-           "return unbroadcast(grad * a, a.shape), unbroadcast(grad * b, b.shape)", MUL_DIV, visible=True),
+           "return sum_to(grad * b, a.shape), sum_to(grad * a, b.shape)",
+           "return sum_to(grad * a, a.shape), sum_to(grad * b, b.shape)", MUL_DIV, visible=True),
     Mutant("mul_keeps_chapter2_rule", "Mul without unbroadcast: a bias gets a gradient of the output's shape",
-           "arithmetic_rules", "return unbroadcast(grad * b, a.shape), unbroadcast(grad * a, b.shape)",
+           "arithmetic_rules", "return sum_to(grad * b, a.shape), sum_to(grad * a, b.shape)",
            "return grad * b, grad * a", MUL_DIV, visible=True),
     Mutant("div_missing_square", "d(a/b)/db taken as -a/b instead of -a/b**2", "arithmetic_rules",
            "-grad * a / (b * b)", "-grad * a / b", MUL_DIV, visible=True),
@@ -169,11 +169,11 @@ MUTANTS = [
            visible=True),
     Mutant("matmul_vector_not_reshaped", "a vector operand gets the gradient of its 2-D view, (1, k) or (k, 1)",
            "matmul_rule",
-           "return unbroadcast(grad_a, a2.shape).reshape(a.shape), unbroadcast(grad_b, b2.shape).reshape(b.shape)",
-           "return unbroadcast(grad_a, a2.shape), unbroadcast(grad_b, b2.shape)", MATMUL + BATCHED, visible=True),
+           "return sum_to(grad_a, a2.shape).reshape(a.shape), sum_to(grad_b, b2.shape).reshape(b.shape)",
+           "return sum_to(grad_a, a2.shape), sum_to(grad_b, b2.shape)", MATMUL + BATCHED, visible=True),
     Mutant("matmul_batch_not_reduced", "no unbroadcast: the gradient of a broadcast batch keeps the output's batch shape",
            "matmul_rule",
-           "return unbroadcast(grad_a, a2.shape).reshape(a.shape), unbroadcast(grad_b, b2.shape).reshape(b.shape)",
+           "return sum_to(grad_a, a2.shape).reshape(a.shape), sum_to(grad_b, b2.shape).reshape(b.shape)",
            "return grad_a.reshape(a.shape), grad_b.reshape(b.shape)", BATCHED, visible=True),
     Mutant("matmul_dot_T", "b2.T for the transpose: right for matrices, reverses every axis of a batch", "matmul_rule",
            "grad_a = g @ np.swapaxes(b2, -1, -2)", "grad_a = g @ b2.T", BATCHED, visible=True),
@@ -296,9 +296,9 @@ ALTERNATIVES = [
                           "        out = a / b\n        ctx.a_shape = a.shape\n        ctx.save_for_backward(b, out)\n"
                           "        return out"),
                          ("        a, b = ctx.saved_tensors\n"
-                          "        return unbroadcast(grad / b, a.shape), unbroadcast(-grad * a / (b * b), b.shape)",
+                          "        return sum_to(grad / b, a.shape), sum_to(-grad * a / (b * b), b.shape)",
                           "        b, out = ctx.saved_tensors\n"
-                          "        return unbroadcast(grad / b, ctx.a_shape), unbroadcast(-grad * out / b, b.shape)"))),
+                          "        return sum_to(grad / b, ctx.a_shape), sum_to(-grad * out / b, b.shape)"))),
     Alternative("matmul_own_batch_reduction", "lifts vectors with [..., None] and sums the batch axes itself",
                 "matmul_rule", '''@register("matmul")
 class MatMul(Function):
@@ -456,8 +456,8 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
                 "Sub negates after unbroadcasting; Pow's zero exponent handled in one conditional expression",
                 "arithmetic_rules",
                 _variant("arithmetic_rules",
-                         ("return unbroadcast(grad, ctx.a_shape), unbroadcast(-grad, ctx.b_shape)",
-                          "return unbroadcast(grad, ctx.a_shape), -unbroadcast(grad, ctx.b_shape)"),
+                         ("return sum_to(grad, ctx.a_shape), sum_to(-grad, ctx.b_shape)",
+                          "return sum_to(grad, ctx.a_shape), -sum_to(grad, ctx.b_shape)"),
                          ("        if ctx.exponent == 0:\n"
                           "            return np.zeros_like(grad)          # a ** 0 is constant: its gradient is 0, also "
                           "where a == 0\n"
