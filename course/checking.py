@@ -312,3 +312,22 @@ def current_or_reference(name: str, reference: Any, exercise: str, namespace: di
         _say_stands_in(name, exercise)
         return reference
     return answer
+
+
+def rule_or_reference(answer: type, reference: type | None, exercise: str) -> type:
+    """What to register for an operation whose rule `answer` (a class used through its classmethod `apply`, such
+    as a Function) is an exercise: the answer itself once it is written; while it is a stub, a stand-in (a
+    subclass of it) whose `apply` runs an earlier chapter's rule `reference` (said in one line) and the answer as
+    soon as its methods are written; where there is no earlier rule, the stub itself (it raises). Under the
+    grader, the test cell that grades `answer` always gets the answer's own code."""
+    if reference is None or not is_stub(answer):
+        return answer
+    print(f"{exercise} ({answer.__name__}) is not answered yet: the earlier chapter's rule stands in until it is.")
+
+    def apply(cls: type, *inputs: Any, **settings: Any) -> Any:
+        own = answer.__name__ in _graded_now() or not is_stub(answer)
+        return (answer if own else reference).apply(*inputs, **settings)
+
+    return type(answer.__name__, (answer,), {"apply": classmethod(apply), "__module__": answer.__module__,
+                                             "__doc__": f"{answer.__name__} once answered, else {reference.__name__} "
+                                                        f"of an earlier chapter ({exercise})."})

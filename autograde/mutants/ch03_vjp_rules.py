@@ -21,11 +21,8 @@ POW = ("test_arithmetic_pow",)
 NEG_EXP_LOG = ("test_unary_neg_exp_log",)
 TANH_SIGMOID = ("test_unary_tanh_sigmoid",)
 RELU = ("test_unary_relu",)
-MATMUL = ("test_matmul_rule",)
-BATCHED = ("test_matmul_batched",)
 SUM_MEAN = ("test_reduction_sum_mean",)
 MAX = ("test_reduction_max",)
-SHAPE = ("test_reduction_shape",)
 GETITEM = ("test_reduction_getitem",)
 SOFTMAX = ("test_softmax_softmax",)
 CROSS_ENTROPY = ("test_softmax_cross_entropy",)
@@ -90,19 +87,19 @@ MUTANTS = [
            "            if raise_exception:\n                raise GradcheckError(message)\n            return False",
            "            return False", REPORT, visible=True),
     # --- Exercise 3: arithmetic -------------------------------------------------------------------
-    Mutant("add_keeps_chapter2_rule", "Add returns the upstream gradient as is: no unbroadcast",
-           "arithmetic_rules", "return unbroadcast(grad, ctx.a_shape), unbroadcast(grad, ctx.b_shape)",
+    Mutant("add_keeps_chapter2_rule", "Add returns the upstream gradient as is: no sum_to (unbroadcast)",
+           "arithmetic_rules", "return sum_to(grad, ctx.a_shape), sum_to(grad, ctx.b_shape)",
            "return grad, grad", ADD_SUB, visible=True),
     Mutant("add_shapes_swapped", "Add unbroadcasts a's gradient to b's shape and b's to a's", "arithmetic_rules",
-           "return unbroadcast(grad, ctx.a_shape), unbroadcast(grad, ctx.b_shape)",
-           "return unbroadcast(grad, ctx.b_shape), unbroadcast(grad, ctx.a_shape)", ADD_SUB, visible=True),
+           "return sum_to(grad, ctx.a_shape), sum_to(grad, ctx.b_shape)",
+           "return sum_to(grad, ctx.b_shape), sum_to(grad, ctx.a_shape)", ADD_SUB, visible=True),
     Mutant("sub_second_not_negated", "the gradient of b in a - b is +g", "arithmetic_rules",
-           "unbroadcast(-grad, ctx.b_shape)", "unbroadcast(grad, ctx.b_shape)", ADD_SUB, visible=True),
+           "sum_to(-grad, ctx.b_shape)", "sum_to(grad, ctx.b_shape)", ADD_SUB, visible=True),
     Mutant("mul_gradients_swapped", "a's gradient multiplied by a, b's by b", "arithmetic_rules",
-           "return unbroadcast(grad * b, a.shape), unbroadcast(grad * a, b.shape)",
-           "return unbroadcast(grad * a, a.shape), unbroadcast(grad * b, b.shape)", MUL_DIV, visible=True),
+           "return sum_to(grad * b, a.shape), sum_to(grad * a, b.shape)",
+           "return sum_to(grad * a, a.shape), sum_to(grad * b, b.shape)", MUL_DIV, visible=True),
     Mutant("mul_keeps_chapter2_rule", "Mul without unbroadcast: a bias gets a gradient of the output's shape",
-           "arithmetic_rules", "return unbroadcast(grad * b, a.shape), unbroadcast(grad * a, b.shape)",
+           "arithmetic_rules", "return sum_to(grad * b, a.shape), sum_to(grad * a, b.shape)",
            "return grad * b, grad * a", MUL_DIV, visible=True),
     Mutant("div_missing_square", "d(a/b)/db taken as -a/b instead of -a/b**2", "arithmetic_rules",
            "-grad * a / (b * b)", "-grad * a / b", MUL_DIV, visible=True),
@@ -163,21 +160,7 @@ MUTANTS = [
     Mutant("relu_backward_edits_upstream", "zeroes the upstream gradient in place, which other nodes may share",
            "unary_rules", "        return grad * positive", "        grad[~positive] = 0\n        return grad", RELU,
            visible=True),
-    # --- Exercise 5: matmul ---------------------------------------------------------------------
-    Mutant("matmul_transposes_swapped", "dL/dB as G^T A (the transpose of A^T G)", "matmul_rule",
-           "grad_b = np.swapaxes(a2, -1, -2) @ g", "grad_b = np.swapaxes(g, -1, -2) @ a2", MATMUL + BATCHED,
-           visible=True),
-    Mutant("matmul_vector_not_reshaped", "a vector operand gets the gradient of its 2-D view, (1, k) or (k, 1)",
-           "matmul_rule",
-           "return unbroadcast(grad_a, a2.shape).reshape(a.shape), unbroadcast(grad_b, b2.shape).reshape(b.shape)",
-           "return unbroadcast(grad_a, a2.shape), unbroadcast(grad_b, b2.shape)", MATMUL + BATCHED, visible=True),
-    Mutant("matmul_batch_not_reduced", "no unbroadcast: the gradient of a broadcast batch keeps the output's batch shape",
-           "matmul_rule",
-           "return unbroadcast(grad_a, a2.shape).reshape(a.shape), unbroadcast(grad_b, b2.shape).reshape(b.shape)",
-           "return grad_a.reshape(a.shape), grad_b.reshape(b.shape)", BATCHED, visible=True),
-    Mutant("matmul_dot_T", "b2.T for the transpose: right for matrices, reverses every axis of a batch", "matmul_rule",
-           "grad_a = g @ np.swapaxes(b2, -1, -2)", "grad_a = g @ b2.T", BATCHED, visible=True),
-    # --- Exercise 6: reductions, shape changes, indexing ---------------------------------------
+    # --- Exercise 5: reductions and indexing --------------------------------------------------
     Mutant("reduction_axes_not_restored", "no expand_dims: without keepdims the gradient broadcasts along the wrong axes",
            "reduction_rules", "return grad if keepdims else np.expand_dims(grad, axes)", "return grad",
            SUM_MEAN + MAX, visible=True),
@@ -194,14 +177,6 @@ MUTANTS = [
     Mutant("max_isclose_ties", "ties found with np.isclose: an element close to the maximum takes a share",
            "reduction_rules", "winners = (a == top).astype(grad.dtype)",
            "winners = np.isclose(a, top).astype(grad.dtype)", MAX, visible=True),
-    Mutant("permute_not_inverted", "backward applies the permutation again instead of its inverse", "reduction_rules",
-           "np.transpose(grad, np.argsort(ctx.dims))", "np.transpose(grad, ctx.dims)", SHAPE, visible=True),
-    Mutant("permute_negative_dims", "argsort of dims with negative entries: (-1, 0, 1) looks like the identity",
-           "reduction_rules", "ctx.dims = tuple(int(d) % a.ndim for d in dims)", "ctx.dims = tuple(dims)", SHAPE,
-           visible=True),
-    Mutant("transpose_reverses_all_axes", "transpose's backward reverses every axis (right for 2-D only)",
-           "reduction_rules", "return np.swapaxes(grad, ctx.dim0, ctx.dim1)", "return np.transpose(grad)", SHAPE,
-           visible=True),
     Mutant("getitem_assigns", "g[index] += grad: repeated indices keep only one contribution", "reduction_rules",
            "np.add.at(grad_in, ctx.index, grad)", "grad_in[ctx.index] += grad", GETITEM, visible=True),
     Mutant("getitem_keeps_callers_index", "keeps the caller's index object: a list changed between forward and "
@@ -212,7 +187,7 @@ MUTANTS = [
     Mutant("getitem_zeros_float64", "scatters into np.zeros(shape), float64: float32 gradients become float64",
            "reduction_rules", "grad_in = np.zeros(ctx.shape, dtype=grad.dtype)", "grad_in = np.zeros(ctx.shape)",
            GETITEM, visible=True),
-    # --- Exercise 7: softmax, cross-entropy, layer norm -----------------------------------------
+    # --- Exercise 6: softmax, cross-entropy, layer norm -----------------------------------------
     Mutant("softmax_backward_no_subtraction", "softmax VJP y * g, the diagonal of the Jacobian only", "softmax_rules",
            "return y * (grad - np.sum(grad * y, axis=ctx.axis, keepdims=True))", "return y * grad", SOFTMAX, visible=True),
     Mutant("softmax_no_max_shift", "exp of the raw logits: overflows to inf/inf = nan for large inputs",
@@ -253,7 +228,7 @@ MUTANTS = [
            "softmax_rules", "rstd = 1.0 / np.sqrt(np.mean(centred * centred, axis=-1, keepdims=True) + eps)",
            "rstd = 1.0 / np.sqrt(np.sum(centred * centred, axis=-1, keepdims=True) / (a.shape[-1] - 1) + eps)",
            LAYER_NORM, visible=True),
-    # --- Exercise 8: custom functions -----------------------------------------------------------
+    # --- Exercise 7: custom functions -----------------------------------------------------------
     Mutant("logsumexp_no_max_shift", "log(sum(exp(a))) computed directly: overflows for large inputs",
            "custom_functions", "out = top + np.log(np.sum(np.exp(a - top), axis=axis, keepdims=True))",
            "out = np.log(np.sum(np.exp(a), axis=axis, keepdims=True))", LOGSUMEXP, visible=True),
@@ -266,16 +241,17 @@ MUTANTS = [
            "custom_functions", "return np.round(a)", "return np.floor(a + 0.5)", ROUND_STE, visible=True),
     # --- concept checks -------------------------------------------------------------------------
     Mutant("concept_jacobian_is_w", "takes the Jacobian of y = Wx with respect to W to be W", "concept_jacobian",
-           'answer_jacobian = "b"', 'answer_jacobian = "a"', ("test_concept_jacobian",), visible=False,
+           'answer_jacobian = "d"', 'answer_jacobian = "a"', ("test_concept_jacobian",), visible=False,
            hidden_because='concept check: the visible test checks only that the answer is one letter'),
     Mutant("concept_saved_smaller", "believes outputs are saved because they are smaller", "concept_saved",
-           'answer_saved = "b"', 'answer_saved = "a"', ("test_concept_saved",), visible=False,
+           'answer_saved = "c"', 'answer_saved = "a"', ("test_concept_saved",), visible=False,
            hidden_because='concept check: the visible test checks only that the answer is one letter'),
-    Mutant("concept_softmax_sum_diagonal", "takes the diagonal of the softmax Jacobian", "concept_softmax_sum",
-           'answer_softmax_sum = "c"', 'answer_softmax_sum = "b"', ("test_concept_softmax_sum",), visible=False,
+    Mutant("concept_softmax_sum_diagonal", "takes log_softmax(x).sum() for a constant, as softmax(x).sum() is",
+           "concept_softmax_sum", 'answer_softmax_sum = "b"', 'answer_softmax_sum = "a"', ("test_concept_softmax_sum",),
+           visible=False,
            hidden_because='concept check: the visible test checks only that the answer is one letter'),
     Mutant("concept_float32_truncation", "blames truncation error for float32's failure", "concept_float32",
-           'answer_float32 = "b"', 'answer_float32 = "c"', ("test_concept_float32",), visible=False,
+           'answer_float32 = "a"', 'answer_float32 = "c"', ("test_concept_float32",), visible=False,
            hidden_because='concept check: the visible test checks only that the answer is one letter'),
 ]
 
@@ -290,48 +266,17 @@ ALTERNATIVES = [
         if size == 1 and grad.shape[axis] != 1:
             grad = grad.sum(axis=axis, keepdims=True)
     return grad'''),
+    Alternative("arithmetic_calls_unbroadcast", "the rules call Exercise 1's unbroadcast directly instead of sum_to",
+                "arithmetic_rules", _variant("arithmetic_rules").replace("sum_to(", "unbroadcast(")),
     Alternative("div_saves_output", "Div saves b and the quotient: d(a/b)/db = -(a/b)/b", "arithmetic_rules",
                 _variant("arithmetic_rules",
                          ("        ctx.save_for_backward(a, b)\n        return a / b",
                           "        out = a / b\n        ctx.a_shape = a.shape\n        ctx.save_for_backward(b, out)\n"
                           "        return out"),
                          ("        a, b = ctx.saved_tensors\n"
-                          "        return unbroadcast(grad / b, a.shape), unbroadcast(-grad * a / (b * b), b.shape)",
+                          "        return sum_to(grad / b, a.shape), sum_to(-grad * a / (b * b), b.shape)",
                           "        b, out = ctx.saved_tensors\n"
-                          "        return unbroadcast(grad / b, ctx.a_shape), unbroadcast(-grad * out / b, b.shape)"))),
-    Alternative("matmul_own_batch_reduction", "lifts vectors with [..., None] and sums the batch axes itself",
-                "matmul_rule", '''@register("matmul")
-class MatMul(Function):
-    """a @ b, batched; the batch reduction written out."""
-
-    name = "MmBackward0"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return np.matmul(a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        A = a.reshape(1, -1) if a.ndim == 1 else a
-        B = b.reshape(-1, 1) if b.ndim == 1 else b
-        G = grad
-        if b.ndim == 1:
-            G = G[..., np.newaxis]
-        if a.ndim == 1:
-            G = G[..., np.newaxis, :]
-
-        def reduce_batch(g, shape):
-            """Sum g over the batch axes an operand of this shape was broadcast along."""
-            if g.ndim > len(shape):
-                g = g.sum(axis=tuple(range(g.ndim - len(shape))))
-            stretched = tuple(i for i, s in enumerate(shape[:-2]) if s == 1 and g.shape[i] != 1)
-            return g.sum(axis=stretched, keepdims=True) if stretched else g
-
-        grad_A = reduce_batch(np.matmul(G, B.swapaxes(-1, -2)), A.shape)
-        grad_B = reduce_batch(np.matmul(A.swapaxes(-1, -2), G), B.shape)
-        return grad_A.reshape(a.shape), grad_B.reshape(b.shape)'''),
+                          "        return sum_to(grad / b, ctx.a_shape), sum_to(-grad * out / b, b.shape)"))),
     Alternative("max_saves_mask_mean_by_reciprocal",
                 "Max saves a boolean mask of the maxima; Mean multiplies by 1/N",
                 "reduction_rules",
@@ -456,8 +401,8 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
                 "Sub negates after unbroadcasting; Pow's zero exponent handled in one conditional expression",
                 "arithmetic_rules",
                 _variant("arithmetic_rules",
-                         ("return unbroadcast(grad, ctx.a_shape), unbroadcast(-grad, ctx.b_shape)",
-                          "return unbroadcast(grad, ctx.a_shape), -unbroadcast(grad, ctx.b_shape)"),
+                         ("return sum_to(grad, ctx.a_shape), sum_to(-grad, ctx.b_shape)",
+                          "return sum_to(grad, ctx.a_shape), -sum_to(grad, ctx.b_shape)"),
                          ("        if ctx.exponent == 0:\n"
                           "            return np.zeros_like(grad)          # a ** 0 is constant: its gradient is 0, also "
                           "where a == 0\n"
