@@ -47,6 +47,9 @@ def _variant(cell: str, *replacements: tuple[str, str]) -> str:
 
 MUTANTS = [
     # --- Exercise 1: unbroadcast ----------------------------------------------------------------
+    Mutant("unbroadcast_size0_not_stretched", "an axis counts as stretched only when it grew beyond 1: a size-1 axis "
+           "broadcast over an empty batch (size 0) is kept, and the reshape fails", "unbroadcast",
+           "size == 1 and grad.shape[i] != 1", "size == 1 and grad.shape[i] > 1", UNBROADCAST, visible=True),
     Mutant("unbroadcast_leading_only", "sums the missing leading axes but not the stretched size-1 axes",
            "unbroadcast",
            "    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)\n"
@@ -147,6 +150,9 @@ MUTANTS = [
     Mutant("sigmoid_exp_ratio", "sigmoid as e^a / (1 + e^a): inf / inf = NaN beyond a = 88 in float32",
            "unary_rules", "            s = 1.0 / (1.0 + np.exp(-a))", "            s = np.exp(a) / (1.0 + np.exp(a))",
            TANH_SIGMOID, visible=True),
+    Mutant("neg_negates_input_in_place", "negates the input array in place to save an allocation: the caller's array "
+           "changes", "unary_rules", "        return -a\n", "        np.negative(a, out=a)\n        return a\n",
+           NEG_EXP_LOG, visible=True),
     Mutant("relu_mask_includes_zero", "mask a >= 0: gradient 1 at exactly 0, where torch gives 0", "unary_rules",
            "positive = a > 0", "positive = a >= 0", RELU, visible=True),
     Mutant("relu_saves_input", "ReLU saves the float input instead of a boolean mask", "unary_rules",
