@@ -118,6 +118,11 @@ MUTANTS = [
            "recording", "tuple(gradient_edge(t) for t in inputs)",
            "tuple(gradient_edge(t) for t in inputs if t.requires_grad)", REC, visible=True),
     # --- Mul and Exp ---------------------------------------------------------------------------------------------
+    Mutant("rec_stale_accumulator", "returns a leaf's AccumulateGrad whenever one was made, even after its "
+           "requires_grad was set to False: later uses still record an edge to it",
+           "recording", "        return (t.grad_fn, 0)\n    if t.requires_grad:\n",
+           "        return (t.grad_fn, 0)\n    if t._accumulator is not None:  # made on an earlier use\n"
+           "        return (t._accumulator, 0)\n    if t.requires_grad:\n", REC, visible=True),
     Mutant("mul_swapped_operands", "each input's gradient multiplied by the input itself instead of the other one",
            "mul_and_exp", "return grad * b, grad * a", "return grad * a, grad * b", MUL, visible=True),
     Mutant("mul_forgets_grad", "returns the local derivatives b and a without multiplying by the incoming gradient",
@@ -305,6 +310,16 @@ MUTANTS = [
            "backward",
            "raise RuntimeError(f\"backward: gradient has shape {gradient.shape}, expected {tensor.shape} (the tensor's shape)\")",
            "raise RuntimeError(\"backward: the gradient has the wrong shape\")", ERRORS, visible=True),
+    Mutant("bw_inplace_accumulate", "adds a second gradient into the table's array in place (+=): the first "
+           "arrival may be the caller's gradient itself (Add hands it on to both inputs), which backward then changes",
+           "backward", "            grads[key] = child_grad if key not in grads else grads[key] + child_grad",
+           "            if key in grads:\n"
+           "                grads[key] += child_grad\n"
+           "            else:\n"
+           "                grads[key] = child_grad", BACK, visible=True),
+    Mutant("bw_size_gt_one", "asks for a gradient only when the output has more than one element: an empty output "
+           "is seeded with an empty array of ones, where torch refuses it", "backward",
+           "        if tensor.data.size != 1:\n", "        if tensor.data.size > 1:\n", ERRORS, visible=True),
     # --- count_apply_calls ---------------------------------------------------------------------------------------
     Mutant("cnt_late_binding", "wrappers defined in the loop body: every wrapper sees the loop's last node and "
            "last apply (closures capture variables)",
@@ -400,11 +415,11 @@ MUTANTS = [
            "graph_structure", "                edges.append(None)\n                continue",
            "                continue", STRUCT, visible=True),
     # --- concept checks ---------------------------------------------------------------------------------------
-    Mutant("concept_forward_jacobians", "believes forward stores each op's Jacobian", "concept_forward",
-           'answer_forward = "c"', 'answer_forward = "b"', ("test_concept_forward",), visible=False,
+    Mutant("concept_forward_grad_in_forward", "believes forward already computes x.grad", "concept_forward",
+           'answer_forward = "d"', 'answer_forward = "a"', ("test_concept_forward",), visible=False,
            hidden_because='concept check: the visible test checks only that the answer is one letter'),
     Mutant("concept_define_by_run_static", "believes the first call fixes the graph", "concept_define_by_run",
-           'answer_define_by_run = "b"', 'answer_define_by_run = "d"', ("test_concept_define_by_run",), visible=False,
+           'answer_define_by_run = "c"', 'answer_define_by_run = "d"', ("test_concept_define_by_run",), visible=False,
            hidden_because='concept check: the visible test checks only that the answer is one letter'),
     Mutant("concept_leaves_every_tensor", "believes every tensor in the graph gets a .grad", "concept_leaves",
            'answer_leaves = "a"', 'answer_leaves = "b"', ("test_concept_leaves",), visible=False,
