@@ -409,13 +409,11 @@ def fill_scores(ws: Workspace, chapter: str, results: dict[str, Result]) -> None
 
 # -- report ----------------------------------------------------------------
 def format_summary(results: dict[str, dict[str, Result]], chapters: tuple[str, ...]) -> str:
-    """A student-by-chapter table of scores with a count of the incidents to look at, then those in words (the notes
-    that cost nothing, such as file access the sandbox contained, are counted in one line: incidents.json has them)."""
+    """A student-by-chapter table of scores with an incident count, then each student's incidents in words."""
     students = sorted({s for per in results.values() for s in per})
     header = ["student", *chapters, "total", "%", "incidents"]
     rows = [header]
     words: list[str] = []
-    quiet = 0
     for student in students:
         row, got, maximum, count = [student], 0.0, 0.0, 0
         for chapter in (*chapters, ""):
@@ -427,19 +425,15 @@ def format_summary(results: dict[str, dict[str, Result]], chapters: tuple[str, .
                 row.append("failed" if res.score is None else f"{res.score:g} / {res.max_score:g}")
             got += res.score or 0.0
             maximum += res.max_score
-            listed = [inc for inc in res.incidents if inc.listed]
-            quiet += len(res.incidents) - len(listed)
-            count += len(listed)
-            words += [f"{student} {chapter or '(no chapter)'}: {inc.words()}" for inc in listed]
+            count += len(res.incidents)
+            words += [f"{student} {chapter or '(no chapter)'}: {inc.words()}" for inc in res.incidents]
         row += [f"{got:g} / {maximum:g}", f"{100 * got / maximum:.0f}" if maximum else "-", str(count) if count else "none"]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(v.ljust(w) if i in (0, len(header) - 1) else v.rjust(w)
                        for i, (v, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    notes = (f"\n({quiet} more that cost nothing and that the sandbox contained, such as a cell that writes a notes "
-             "file, are in incidents.json)") if quiet else ""
-    return "\n".join(lines) + "\n\nIncidents:\n" + ("\n".join(words) if words else "none") + notes
+    return "\n".join(lines) + "\n\nIncidents:\n" + ("\n".join(words) if words else "none")
 
 
 def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,

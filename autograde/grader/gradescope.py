@@ -124,9 +124,8 @@ def results(chapter: str, graded, scores: dict, incidents: list[integrity.Incide
                       "output": "\n".join(lost) if lost else "All checks passed."})
     out = {"score": sum(t["score"] for t in tests), "tests": tests, "visibility": "visible",
            "stdout_visibility": "hidden"}
-    listed = [i for i in incidents if i.listed]  # a note that cost nothing and was contained is not the student's worry
-    if listed:
-        out["output"] = scrub("The grader noted:\n" + "\n".join(f"- {i.words()}" for i in listed), chapter)[0]
+    if incidents:
+        out["output"] = scrub("The grader noted:\n" + "\n".join(f"- {i.words()}" for i in incidents), chapter)[0]
     return out
 
 

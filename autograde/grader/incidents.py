@@ -48,22 +48,13 @@ class Incident:
     """what happened, in plain words"""
     costs: tuple[str, ...] = field(default=())
     """grade_ids of the test cells that score 0 because of it (the grader sets them to 0)"""
-    notable: bool = True
-    """whether the report lists it, for an instructor to look at; a note that costs nothing and that the sandbox
-    contained (a cell that writes a notes file, lists a folder, calls the network) is only in incidents.json"""
 
     def to_json(self) -> dict:
         return {**asdict(self), "costs": list(self.costs)}
 
     @classmethod
     def from_json(cls, data: dict) -> "Incident":
-        return cls(data["kind"], data["cell"], data["text"], tuple(data.get("costs", ())),
-                   bool(data.get("notable", True)))
-
-    @property
-    def listed(self) -> bool:
-        """Whether the report shows it: notable, or it cost points."""
-        return self.notable or bool(self.costs)
+        return cls(data["kind"], data["cell"], data["text"], tuple(data.get("costs", ())))
 
     def words(self) -> str:
         """One line for a report."""
@@ -321,6 +312,6 @@ def file_access(nb: NotebookNode) -> list[Incident]:
         if cell.cell_type != "code" or nbk.is_test(cell) or (meta.get("locked") and not meta.get("solution")):
             continue
         where = label(cell, i)
-        out += [Incident("network" if text.startswith("uses the network") else "files", where, f"cell {where} {text}",
-                         notable=False) for text in scan_code(cell.source)]
+        out += [Incident("network" if text.startswith("uses the network") else "files", where, f"cell {where} {text}")
+                for text in scan_code(cell.source)]
     return out
