@@ -28,10 +28,9 @@ import inspect
 import sys
 import textwrap
 import traceback
-import types
 import weakref
 from contextlib import contextmanager
-from types import CodeType, TracebackType
+from types import CodeType, FunctionType, TracebackType
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -263,7 +262,7 @@ def is_stub(answer: Any) -> bool:
         return True
     if isinstance(answer, type):
         return any(_stub_function(f) for v in vars(answer).values() for f in _functions_of(v))
-    if type(answer) is types.FunctionType and "__wrapped__" not in answer.__dict__:  # the common case, fast
+    if type(answer) is FunctionType and "__wrapped__" not in answer.__dict__:  # the common case, fast
         return _stub_function(answer)
     return any(_stub_function(f) for f in _functions_of(answer))
 

@@ -26,7 +26,6 @@ from autograde import notebook as nbk
 from autograde.build.forked import BASE, run_plan
 from autograde.build import catalogue as mut
 from autograde.build import visible
-from autograde.build.visible import CELL_TIMEOUT, filled_release
 from autograde.grader.incidents import defined_names, python_of
 from autograde.paths import release_path, source_path
 
@@ -100,11 +99,9 @@ def stub_jobs(chapter: str, cells: list[dict], only: list[tuple[str, ...]] | Non
 
 
 def plan(chapter: str, only: list[tuple[str, ...]] | None = None) -> dict:
-    nb = filled_release(chapter)
-    cells = [{"source": c.source, "grade_id": nbk.grade_id(c), "test": nbk.is_test(c)}
-             for c in nb.cells if c.cell_type == "code"]
-    return {"cells": cells, "jobs": stub_jobs(chapter, cells, only), "harness": False,
-            "cell_timeout": CELL_TIMEOUT, "parallel": 2}
+    """The visible run's plan (the filled release as a student runs it) with the stub jobs instead of mutants."""
+    job = visible.plan(chapter, ())
+    return {**job, "jobs": stub_jobs(chapter, job["cells"], only)}
 
 
 def judge(chapter: str, cells: list[dict], jobs: list[dict], found: dict[str, dict]
