@@ -7,12 +7,12 @@ the workspace as the course root, so run-time state stays out of git).
 from autograde.grader.limits import LIMITS
 from autograde.grader.steps import (
     WARNING_PATTERN, ApplyIncidents, DetectTampering, NoteFileAccess, DropEmptyMetadata, HideHiddenTestsInFeedback,
-    SandboxedExecute, StripCellTags,
+    RestoreMissingCells, SandboxedExecute, StripCellTags,
 )
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
     AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, GetGrades,
-    IgnorePattern, LimitOutput, OverwriteCells, OverwriteKernelspec, SaveAutoGrades,
+    IgnorePattern, LimitOutput, OverwriteKernelspec, SaveAutoGrades,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 
@@ -41,7 +41,8 @@ c.LimitOutput.max_traceback = 100
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = WARNING_PATTERN
 
-# A deleted test cell is put back from the gradebook and scored.
+# A deleted test cell is put back from the gradebook and scored; so is a read-only cell, and an answer cell
+# as its stub (RestoreMissingCells keeps nbgrader's setting name).
 c.OverwriteCells.add_missing_cells = True
 
 # Untrusted code runs in a contained kernel (autograde.grader.containment): a bubblewrap
@@ -68,7 +69,7 @@ c.Autograde.sanitize_preprocessors = [
     DropEmptyMetadata,  # else a duplicated test cell makes nbgrader fail on the whole notebook
     StripCellTags,  # a skip-execution tag must not let a test cell pass unrun
     OverwriteKernelspec,
-    OverwriteCells,
+    RestoreMissingCells,  # nbgrader's OverwriteCells; missing cells go back in the release's order
     NoteFileAccess,  # on the notebook as it will run (reported only; cheating is found at run time)
     CheckCellMetadata,
 ]

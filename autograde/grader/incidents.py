@@ -132,13 +132,16 @@ class EarlierReleases:
 
     def release_of(self, present: dict[str, NotebookNode], today: dict[str, str]) -> dict | None:
         """The earlier release a submission came from: every cell it has of that release's read-only and test
-        cells is that release's version, and at least one of them is not today's (today: grade_id -> release text)."""
+        cells is that release's version, and either at least one of them is not today's, or it has none of the
+        read-only and test cells added since that release (today: grade_id -> release text)."""
         for r in self.releases:
             cells = r.get("cells", {})
             mine = {gid: c for gid, c in present.items() if gid in cells}
-            if (mine and all(version_hash(c.source) in cells[gid] for gid, c in mine.items())
-                    and any(gid not in today or normalised(c.source) != normalised(today[gid])
-                            for gid, c in mine.items())):
+            if not mine or not all(version_hash(c.source) in cells[gid] for gid, c in mine.items()):
+                continue
+            added_since = set(today) - set(r.get("ids", ()))
+            if (any(gid not in today or normalised(c.source) != normalised(today[gid]) for gid, c in mine.items())
+                    or (added_since and not added_since & set(present))):
                 return r
         return None
 
@@ -169,7 +172,7 @@ def tampering(submission: NotebookNode, expected: dict[str, ExpectedCell],
             if old_release is not None and gid not in old_release.get("ids", ()):
                 continue  # added after the release this notebook was handed out under: run, not missed
             if exp.grade or exp.locked:
-                fate = "restored from the gradebook and run" if exp.grade else "not restored: the cells after it ran without it"
+                fate = "restored from the gradebook and run" if exp.grade else "restored from the release and run"
                 out.append(Incident("tampering", gid, f"{kind} cell {gid} was deleted ({fate})"))
             continue
         if cell.cell_type != exp.cell_type:

@@ -1,9 +1,13 @@
-"""A class that handed in chapters 1-3 before they took their present form must still be gradable.
+"""A class that handed in a chapter before it took its present form must still be gradable.
 
-legacy/<chapter>.ipynb is a complete submission (example student alice) made from the first release of each
-chapter (commit 90e4829), before the fair-grading form split and renamed test cells. Every answer cell's grade_id of
-that release must still exist in the source or be retired (an exercise that moved to a later chapter), every test cell's grade_id must exist or be listed as retired, and
-grading it gives no tampering incident.
+legacy/<chapter>.ipynb is a complete submission (example student alice) made from an earlier release: chapters 1-3
+from their first release (commit 90e4829), before the fair-grading form split and renamed test cells; chapters 4
+and 5 from the release before their concept checks gained a predict-the-output item (an answer cell and a test cell
+the old notebook lacks; nbgrader 0.9.6's own add_missing_grade_cells fails on the whole notebook there with a
+KeyError). Every answer cell's grade_id of that release must still exist in the source or be retired (an exercise
+that moved to a later chapter), every test cell's grade_id must exist or be listed as retired, grading it gives no
+tampering incident, and the autograded notebook has every cell of today's release once, those the old release did
+not have put back after the cell the release has before them (RestoreMissingCells).
 """
 from __future__ import annotations
 
@@ -46,19 +50,36 @@ def graded(tmp_path_factory):
         dest = root / "submitted" / STUDENT / chapter
         dest.mkdir(parents=True)
         shutil.copyfile(LEGACY / f"{chapter}.ipynb", dest / f"{chapter}.ipynb")
-    return grading.grade_all(root / "submitted", root / "ws", jobs=2, chapters=tuple(CHAPTERS), quiet=True,
-                             feedback=False)
+    results, report = grading.grade_all(root / "submitted", root / "ws", jobs=2, chapters=tuple(CHAPTERS),
+                                        quiet=True, feedback=False)
+    return results, report, root / "ws"
 
 
 @pytest.mark.grading
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_old_submission_graded_without_tampering(graded, chapter):
-    results, report = graded
+    results, report, _ = graded
     result = results[chapter][STUDENT]
     kinds = {i.kind for i in result.incidents}
     assert not kinds & {"tampering", "ungradable", "cheating", "hook"}, \
         f"{chapter}: {[i.words() for i in result.incidents]}\n{report}"
     assert result.score and result.score > 0, f"{chapter}: scored {result.score}\n{report}"
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_old_submission_gets_every_cell_of_today_in_order(graded, chapter):
+    autograded = next(graded[2].rglob(f"autograded/{STUDENT}/{chapter}/{chapter}.ipynb"))
+    ran = [nbk.grade_id(c) for c in nbk.read(autograded).cells if nbk.grade_id(c)]
+    release = [nbk.grade_id(c) for c in nbk.read(nbk.REPO / "release" / chapter / f"{chapter}.ipynb").cells
+               if nbk.grade_id(c)]
+    missing = [gid for gid in release if ran.count(gid) != 1]
+    assert not missing, f"{chapter}: cells of today's release not in the autograded notebook exactly once: {missing}"
+    handed_in = {nbk.grade_id(c) for c in nbk.read(LEGACY / f"{chapter}.ipynb").cells}
+    restored = [gid for gid in release if gid not in handed_in]
+    misplaced = [(before, gid) for before, gid in zip(release, release[1:])
+                 if gid in restored and ran.index(gid) < ran.index(before)]
+    assert not misplaced, f"{chapter}: restored cells placed before the cell the release has before them: {misplaced}"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
