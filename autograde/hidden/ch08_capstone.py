@@ -189,7 +189,7 @@ def loss_fn(W: dict[str, torch.Tensor], x: Any, y: Any, config: Config, checkpoi
 class TrainSettings:
     """One training recipe, shared by the engine's loop and torch's."""
 
-    lr: float = 3e-3
+    lr: float = 5e-3
     betas: tuple[float, float] = (0.9, 0.99)
     eps: float = 1e-8
     weight_decay: float = 0.1
