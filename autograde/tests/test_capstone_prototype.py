@@ -213,3 +213,25 @@ def test_erf_float32_fit_stays_within_its_bound_and_float64_is_exact():
     z = torch.linspace(-7, 7, 1401)
     # |fit - gelu| <= |x| (1.5e-7 + 6e-8) / 2 from erf, plus float32 rounding of both results (<= 1.2e-7 |gelu|)
     np.testing.assert_allclose(P.gelu(Tensor(z.numpy())).data, F.gelu(z).numpy(), rtol=2.5e-7, atol=1.1e-7 * 7)
+
+
+def test_float16_autocast_follows_torchs_float16_autocast_and_skips_the_same_overflowing_steps():
+    import itertools
+    import warnings
+
+    config = oracle.Config(vocab=30, block=16, d_model=32, n_heads=4, n_layers=2, d_ff=64)
+    weights = oracle.init_weights(config, seed=6, dtype=np.float32)
+    x, y = next(text.batches(DATA, 16, 8, seed=9))
+    # The same batch at every step: a skipped step leaves the weights, so the next loss repeats exactly.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                          # an overflow must not print a NumPy warning
+        ours, _ = P.train(weights, 4, itertools.repeat((x, y)), 12, lr=1e-2, autocast=np.float16, init_scale=2.0 ** 24)
+    theirs, _ = oracle.train(weights, config, itertools.repeat((x, y)), 12,
+                             oracle.TrainSettings(lr=1e-2, autocast=torch.float16, init_scale=2.0 ** 24))
+
+    def skipped(losses):
+        return next(i for i in range(1, len(losses)) if losses[i] != losses[0])
+
+    assert skipped(ours) == skipped(theirs) >= 2, (ours, theirs)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-3)
+    assert ours[-1] < ours[0] - 0.1                             # and after the skips it trains

@@ -20,6 +20,7 @@ on the same model with one thread each, and a training run long enough to show l
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import time
@@ -212,6 +213,21 @@ def decayed(W: dict[str, Any]) -> list[str]:
     return [n for n, w in W.items() if np.ndim(w) == 2 and n not in ("tok_emb", "pos_emb")]
 
 
+class GroupedAdamW(AdamW):
+    """AdamW whose weight decay falls only on the parameters in `decayed` (torch: one optimizer, two param groups).
+
+    One optimizer, not two, so that a GradScaler sees every gradient at once: an inf anywhere skips the whole step.
+    """
+
+    def __init__(self, params: Iterable[Tensor], decayed: Iterable[Tensor], **settings: Any) -> None:
+        super().__init__(params, **settings)
+        self.decay_rate, self.decayed_ids = self.weight_decay, {id(p) for p in decayed}
+
+    def update(self, p: Tensor, grad: np.ndarray, state: dict[str, Any]) -> None:
+        self.weight_decay = self.decay_rate if id(p) in self.decayed_ids else 0.0
+        super().update(p, grad, state)
+
+
 def micro_splits(x: np.ndarray, y: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """The batch's rows in k equal micro-batches."""
     if not isinstance(k, int) or k < 1 or len(x) % k:
@@ -229,37 +245,46 @@ def train(weights: dict[str, np.ndarray], n_heads: int, batches: Iterable[tuple[
     each step (before its update) and the final weights."""
     W = {n: Tensor(np.array(w), requires_grad=True) for n, w in weights.items()}
     params = list(W.values())
-    decay = set(decayed(W))
-    groups = [([W[n] for n in W if n in decay], weight_decay), ([W[n] for n in W if n not in decay], 0.0)]
-    optimizers = [AdamW(group, lr=lr, betas=betas, eps=eps, weight_decay=wd) for group, wd in groups if group]
+    optimizer = GroupedAdamW(params, [W[n] for n in decayed(W)], lr=lr, betas=betas, eps=eps,
+                             weight_decay=weight_decay)
     scaler = ch6.GradScaler(init_scale=init_scale) if autocast is not None else None
     losses = []
     it: Iterator = iter(batches)
     for _ in range(steps):
         x, y = next(it)
-        for p in params:
-            p.grad = None
-        total = 0.0
-        for xm, ym in micro_splits(np.asarray(x), np.asarray(y), micro_batches):
-            if autocast is not None:
-                with ch6.autocast(dtype=autocast):
-                    loss = loss_fn(W, xm, ym, n_heads, checkpoint) / micro_batches
-                scaler.scale(loss).backward()
-            else:
-                loss = loss_fn(W, xm, ym, n_heads, checkpoint) / micro_batches
-                loss.backward()
-            total += float(loss.item())
-        if scaler is not None:
-            for opt in optimizers:
-                scaler.unscale_(opt)                     # true gradients before clipping
-        if max_norm is not None:
-            clip_grad_norm_(params, max_norm)
-        for opt in optimizers:
-            scaler.step(opt) if scaler is not None else opt.step()
-        if scaler is not None:
-            scaler.update()
+        quiet = np.errstate(over="ignore", invalid="ignore") if scaler else contextlib.nullcontext()
+        with quiet:                                      # an overflow is the scaler's to find and skip, silently
+            total = step(W, params, optimizer, scaler, x, y, n_heads, max_norm, micro_batches, autocast, checkpoint)
         losses.append(total)
     return losses, {n: t.data.copy() for n, t in W.items()}
+
+
+def step(W: dict[str, Tensor], params: list[Tensor], optimizer: GroupedAdamW, scaler: ch6.GradScaler | None,
+         x: np.ndarray, y: np.ndarray, n_heads: int, max_norm: float | None, micro_batches: int, autocast: Any,
+         checkpoint: bool) -> float:
+    """One training step: fresh gradients, k micro-batches (each loss / k), unscale, clip, step; the mean loss."""
+    for p in params:
+        p.grad = None
+    total = 0.0
+    for xm, ym in micro_splits(np.asarray(x), np.asarray(y), micro_batches):
+        if autocast is not None:
+            with ch6.autocast(dtype=autocast):
+                loss = loss_fn(W, xm, ym, n_heads, checkpoint) / micro_batches
+            scaler.scale(loss).backward()
+        else:
+            loss = loss_fn(W, xm, ym, n_heads, checkpoint) / micro_batches
+            loss.backward()
+        total += float(loss.item())
+    if scaler is not None:
+        scaler.unscale_(optimizer)                       # true gradients before clipping
+    if max_norm is not None:
+        clip_grad_norm_(params, max_norm)
+    if scaler is not None:
+        scaler.step(optimizer)                           # skipped if any gradient is inf or NaN
+        scaler.update()
+    else:
+        optimizer.step()
+    return total
 
 
 def sample(weights: dict[str, np.ndarray], n_heads: int, prompt_ids: np.ndarray, length: int, seed: int = 0,
