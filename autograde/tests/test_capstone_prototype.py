@@ -14,7 +14,7 @@ from autograde.hidden import ch08_capstone as oracle
 from autograde.paths import REPO
 from course import text
 from course.reference.ch02_tape import Tensor
-from course.reference.ch04_accumulation import max_saved_bytes, reset_peak_saved_bytes
+from course.reference.ch04_accumulation import max_saved_bytes, reset_peak_saved_bytes, saved_bytes
 
 
 def _load_prototype():
@@ -235,3 +235,22 @@ def test_float16_autocast_follows_torchs_float16_autocast_and_skips_the_same_ove
     assert skipped(ours) == skipped(theirs) >= 2, (ours, theirs)
     np.testing.assert_allclose(ours, theirs, rtol=1e-3)
     assert ours[-1] < ours[0] - 0.1                             # and after the skips it trains
+
+
+@pytest.mark.parametrize("tied,dtype,T,B,H,layers", [(True, np.float64, 12, 5, 4, 3), (False, np.float32, 16, 2, 2, 1),
+                                                     (True, np.float32, 7, 3, 8, 2), (False, np.float64, 1, 4, 1, 2)])
+def test_the_saved_bytes_formula_predicts_the_meter_with_and_without_checkpointing(tied, dtype, T, B, H, layers):
+    config = oracle.Config(vocab=30, block=16, d_model=32, n_heads=H, n_layers=layers, d_ff=48, tied=tied)
+    weights = oracle.init_weights(config, seed=1, dtype=dtype)
+    x, y = next(text.batches(DATA, T, B, seed=2))
+    for ckpt in (False, True):
+        W = {n: _leaf(w) for n, w in weights.items()}
+        reset_peak_saved_bytes()
+        before = saved_bytes()
+        loss = P.loss_fn(W, x, y, H, checkpoint=ckpt) / 2
+        after_forward = saved_bytes() - before
+        loss.backward()
+        measured = {"after forward": after_forward, "peak": max_saved_bytes() - before}
+        predicted = P.saved_bytes_formula(config.vocab, T, B, config.d_model, H, config.d_ff, layers, tied, dtype, ckpt)
+        assert measured == predicted, (ckpt, measured, predicted)
+        assert saved_bytes() == before                         # backward gave every byte back

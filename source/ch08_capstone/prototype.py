@@ -207,6 +207,33 @@ def loss_fn(W: dict[str, Tensor], x: Any, y: Any, n_heads: int, checkpoint: bool
     return cross_entropy(out.reshape(-1, vocab), np.asarray(y, dtype=np.int64).reshape(-1))
 
 
+# -- memory ------------------------------------------------------------------------------------------------------
+def saved_bytes_formula(vocab: int, T: int, B: int, d: int, n_heads: int, d_ff: int, n_layers: int, tied: bool,
+                        dtype: Any, checkpoint: bool) -> dict[str, int]:
+    """The bytes the engine's meter holds for backward: after the forward pass of loss_fn(...) / k, and at its peak.
+
+    Counted node by node from what each rule saves (a parameter's own array is never counted; an array that two
+    nodes save counts twice, as the meter counts it). With N = B T rows and s bytes an element, one block keeps
+        two layer norms (x-hat and 1/std: N d s + N s) with their scales (x-hat again: N d s) 2 (2 N d s + N s),
+        the q, k, v, projection and fc matmuls' inputs 5 N d s,
+        q and k^T 2 N d s, the 1/sqrt(d_head) constant s, the probabilities twice (softmax, then probs @ v)
+        2 B H T^2 s, v N d s, GELU's input and Phi 2 N d_ff s, the last matmul's input N d_ff s;
+    outside the blocks: the token ids 8 N, the final norm with its scale 2 N d s + N s, the head's input N d s
+    (and, tied, the transposed token table V d s, not a leaf), cross-entropy's probabilities N V s and targets
+    8 N, the division by k's constant s. Checkpointing keeps each block's input N d s instead of its insides; the
+    peak is then either the end of forward or the rerun of the last block, after the head's arrays are freed.
+    """
+    s, N = np.dtype(dtype).itemsize, B * T
+    block = 12 * N * d * s + 3 * N * d_ff * s + 2 * B * n_heads * T * T * s + 2 * N * s + s
+    outside_blocks = 3 * N * d * s + N * s + (vocab * d * s if tied else 0) + N * vocab * s + 8 * N + s
+    ids = 8 * N
+    if not checkpoint:
+        after = ids + n_layers * block + outside_blocks
+        return {"after forward": after, "peak": after}
+    after = ids + n_layers * N * d * s + outside_blocks
+    return {"after forward": after, "peak": max(after, ids + n_layers * N * d * s + block)}
+
+
 # -- training ------------------------------------------------------------------------------------------------
 def decayed(W: dict[str, Any]) -> list[str]:
     """The names AdamW decays: matrices of linear layers (2-D, not an embedding table); never norms or biases."""
