@@ -254,3 +254,29 @@ def test_the_saved_bytes_formula_predicts_the_meter_with_and_without_checkpointi
         predicted = P.saved_bytes_formula(config.vocab, T, B, config.d_model, H, config.d_ff, layers, tied, dtype, ckpt)
         assert measured == predicted, (ckpt, measured, predicted)
         assert saved_bytes() == before                         # backward gave every byte back
+
+
+def test_the_new_rules_pass_the_engines_gradcheck():
+    from course.reference.ch03_vjp_rules import gradcheck
+
+    rng = np.random.default_rng(11)
+    x = _leaf(rng.normal(size=(3, 4)) * 2)
+    assert gradcheck(P.gelu, [x], atol=1e-7, rtol=1e-6)
+    scores = _leaf(rng.normal(size=(2, 4, 4)))
+    assert gradcheck(P.causal_softmax, [scores], atol=1e-7, rtol=1e-6)
+    table = _leaf(rng.normal(size=(5, 3)))
+    assert gradcheck(lambda t: P.embedding(t, np.array([[0, 3, 3], [4, 0, 3]])), [table], atol=1e-7, rtol=1e-6)
+    config = oracle.Config(vocab=30, block=4, d_model=8, n_heads=2, n_layers=1, d_ff=8, tied=True)
+    W = {n: Tensor(w) for n, w in oracle.init_weights(config, seed=2, perturb_norms=True, std=0.5).items()}
+    h = _leaf(rng.normal(size=(1, 4, 8)))
+    assert gradcheck(lambda h: P.block(h, W, "blocks.0.", 2), [h], atol=1e-6, rtol=1e-5)
+
+
+def test_time_by_op_accounts_for_the_families_of_a_training_step():
+    config = oracle.Config(vocab=30, block=8, d_model=16, n_heads=2, n_layers=1, d_ff=32)
+    weights = oracle.init_weights(config, seed=0)
+    profile = P.time_by_op(lambda: P.train(weights, 2, text.batches(DATA, 8, 4), 2))
+    for family in ("matmul", "gelu", "causal softmax", "layer norm", "embedding", "cross-entropy", "AdamW",
+                   "clip_grad_norm_", "recording, backward driver, Python"):
+        assert profile.get(family, -1) >= 0, (family, profile)
+    assert list(profile.values()) == sorted(profile.values(), reverse=True)

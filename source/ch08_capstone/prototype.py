@@ -24,7 +24,7 @@ import contextlib
 import math
 import re
 import time
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -330,6 +330,43 @@ def sample(weights: dict[str, np.ndarray], n_heads: int, prompt_ids: np.ndarray,
     return np.asarray(ids, dtype=np.int64)
 
 
+def time_by_op(run: Callable[[], Any]) -> dict[str, float]:
+    """Where run()'s time goes: seconds in each family of rules (forward and backward together), the optimiser,
+    clipping, and the rest (recording, the backward driver, Python); measured with cProfile, which slows every
+    Python call a little, so the shares matter more than the seconds."""
+    import cProfile
+    import pstats
+
+    families = {"MatMul": "matmul", "CausalSoftmax": "causal softmax", "LayerNorm": "layer norm", "GELU": "gelu",
+                "Embedding": "embedding", "CrossEntropy": "cross-entropy", "Add": "add, mul, div",
+                "Mul": "add, mul, div", "Div": "add, mul, div", "Reshape": "reshape, transpose, slice",
+                "Transpose": "reshape, transpose, slice", "GetItem": "reshape, transpose, slice"}
+    codes: dict[tuple[str, int, str], str] = {}
+    todo = list(Function.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        for kind in ("forward", "backward"):
+            f = cls.__dict__.get(kind)
+            f = f.__func__ if isinstance(f, staticmethod) else f
+            if f is not None and cls.__name__ in families:
+                codes[(f.__code__.co_filename, f.__code__.co_firstlineno, f.__code__.co_name)] = families[cls.__name__]
+    for label, f in (("AdamW", AdamW.update), ("clip_grad_norm_", clip_grad_norm_)):
+        codes[(f.__code__.co_filename, f.__code__.co_firstlineno, f.__code__.co_name)] = label
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run()
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats                # (file, line, name) -> (calls, calls, own, cumulative, ...)
+    total = sum(entry[2] for entry in stats.values())
+    out: dict[str, float] = {}
+    for key, entry in stats.items():
+        if key in codes:
+            out[codes[key]] = out.get(codes[key], 0.0) + entry[3]
+    out["recording, backward driver, Python"] = total - sum(out.values())
+    return dict(sorted(out.items(), key=lambda item: -item[1]))
+
+
 # -- measurements --------------------------------------------------------------------------------------------
 def main() -> None:
     """Print tokens per second (engine and torch, one thread each) and a training run that shows learning."""
@@ -359,6 +396,9 @@ def main() -> None:
         timings[name] = (tokens / wall, tokens / cpu)
         print(f"{name}: {tokens / wall:,.0f} tokens/s of wall time, {tokens / cpu:,.0f} per CPU second "
               f"(float32 training steps: forward, backward, clip, AdamW)")
+    profile = time_by_op(lambda: train(weights, config.n_heads, text.batches(train_ids, config.block, batch), 5))
+    share = sum(profile.values())
+    print("engine time by op family (cProfile):", ", ".join(f"{k} {v / share:.0%}" for k, v in profile.items()))
     print(f"torch / engine: {timings['torch'][0] / timings['engine'][0]:.1f}x by wall time, "
           f"{timings['torch'][1] / timings['engine'][1]:.1f}x by CPU time (CPU time: fair on a busy machine)")
 
