@@ -106,7 +106,8 @@ def init_weights(config: Config, seed: int = 0, dtype: Any = np.float64, std: fl
 
 def decay_names(config: Config) -> list[str]:
     """The parameters AdamW decays: the matrices of linear layers (never biases, norms or embeddings)."""
-    return [n for n in param_names(config) if n.endswith(".weight") and ("attn." in n or "mlp." in n or n == "head.weight")]
+    linear = ("attn.", "mlp.", "head.")
+    return [n for n in param_names(config) if n.endswith(".weight") and any(part in n for part in linear)]
 
 
 def to_torch(weights: dict[str, np.ndarray], requires_grad: bool = True) -> dict[str, torch.Tensor]:

@@ -413,7 +413,8 @@ def main() -> None:
     with no_grad():
         val = loss_fn({n: Tensor(w) for n, w in trained.items()}, xv, yv, config.n_heads).item()
     print(f"engine training: {long_steps} steps in {seconds:.1f} s ({cpu:.1f} s of CPU); loss {losses[0]:.3f} -> "
-          f"{np.mean(losses[-20:]):.3f} (last 20 mean), validation {val:.3f}; uniform guess {math.log(config.vocab):.3f}")
+          f"{np.mean(losses[-20:]):.3f} (last 20 mean), validation {val:.3f}; "
+          f"uniform guess {math.log(config.vocab):.3f}")
     print("before:", repr(before))
     print("after: ", repr(text.decode(sample(trained, config.n_heads, prompt, 120, seed=0))))
     torch.set_num_threads(1)
