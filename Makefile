@@ -115,7 +115,7 @@ selfcheck: $(STAMP)
 
 gradescope: $(STAMP)
 	$(PY) -m autograde.build --if-stale
-	for ch in $$(ls source); do $(PY) -m autograde.grader.gradescope export $$ch .work/gradescope $(if $(WEAK),--weak-containment) || exit 1; done
+	for ch in $$(ls source); do test -f source/$$ch/$$ch.ipynb || continue; $(PY) -m autograde.grader.gradescope export $$ch .work/gradescope $(if $(WEAK),--weak-containment) || exit 1; done
 
 .PHONY: student-edition
 student-edition: $(STAMP)

@@ -4,6 +4,7 @@
 - course.reference: the reference engine, exported from the source notebooks by the build.
 - course.graphs: pictures of a recorded graph (drawing, step-through widget), for this engine and torch.
 - course.data: small seeded datasets generated with NumPy.
+- course.text: the capstone's character corpus, written by a seeded grammar; encode, decode, batches.
 - course.threads: one thread count for NumPy's BLAS and torch in timings.
 - course.torch_memory: memory and time of a torch training step, on a GPU or on the CPU.
 The instructor side (build, grader, tests) is the separate package `autograde`; nothing here imports it.
