@@ -77,18 +77,6 @@ def _harness_call(expression: str) -> dict:
         return {"error": repr(exc)}
 
 
-def _raised_by_stub(failure: BaseException | None) -> bool:
-    """Whether a NotImplementedError was raised by an exercise's stub (course.checking.is_stub's test)."""
-    if not isinstance(failure, NotImplementedError) or failure.__traceback__ is None:
-        return False
-    from course.checking import _stub_code
-
-    tb = failure.__traceback__
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return _stub_code(tb.tb_frame.f_code)
-
-
 def _run_cell(shell, cell: dict, source: str, cell_timeout: int, harness: bool) -> tuple[int, dict | None]:
     """Run one cell; return its execution count and, for a test cell, its record: raised, stderr, the harness's
     before/after reports."""
@@ -104,7 +92,9 @@ def _run_cell(shell, cell: dict, source: str, cell_timeout: int, harness: bool) 
         ok = result.success
         failure = result.error_in_exec or result.error_before_exec
         error = f"{type(failure).__name__}: {str(failure)[:300]}" if failure is not None else ""
-        if _raised_by_stub(failure):
+        from course.checking import raised_by_stub
+
+        if raised_by_stub(failure):
             error = "stub " + error
     except _Alarm:
         ok, error = False, "_Alarm: the cell ran past its time limit"
