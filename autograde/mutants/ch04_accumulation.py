@@ -22,8 +22,6 @@ ROOT = ("test_backward_root",)
 PARAMS = ("test_optimizer_params",)
 MOMENTUM = ("test_sgd_momentum",)
 DECAY_NESTEROV = ("test_sgd_decay_nesterov",)
-ADAMW = ("test_adamw",)
-AMSGRAD = ("test_adamw_amsgrad",)
 CLIP_NORM = ("test_clip_norm",)
 CLIP_INF = ("test_clip_inf_norm",)
 TRAIN = ("test_train_step",)
@@ -56,7 +54,6 @@ def _variant(cell: str, *replacements: tuple[str, str]) -> str:
 
 BACKWARD_LOOP = _from("backward_engine", "for node in topological_order(root):")
 SGD_BODY = _from("sgd", "if self.weight_decay != 0:")
-ADAMW_TAIL = _from("adamw", "p.data *= 1 - self.lr * self.weight_decay")
 
 MUTANTS = [
     # --- Exercise 1: zero_grad -------------------------------------------------------------------
@@ -190,39 +187,7 @@ MUTANTS = [
     Mutant("sgd_rebinds_data", "p.data = p.data - lr * g: a new array, so aliases of the parameter go stale", "sgd",
            "        p.data -= self.lr * grad ", "        p.data = p.data - self.lr * grad ", MOMENTUM + DECAY_NESTEROV,
            visible=True),
-    # --- Exercise 6: AdamW -------------------------------------------------------------------------
-    Mutant("adamw_l2_decay", "adds the decay to the gradient (Adam's L2) instead of decoupling it", "adamw",
-           "        p.data *= 1 - self.lr * self.weight_decay                 # decoupled: the decay never enters m or v",
-           "        grad = grad + self.weight_decay * p.data", ADAMW + AMSGRAD, visible=True),
-    Mutant("adamw_no_bias_correction", "no bias correction", "adamw",
-           "        bias_correction1 = 1 - beta1 ** step\n        bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)",
-           "        bias_correction1 = 1.0\n        bias_correction2_sqrt = 1.0", ADAMW + AMSGRAD, visible=True),
-    Mutant("adamw_eps_inside_sqrt", "eps inside the square root", "adamw",
-           "            denom = np.sqrt(v) / bias_correction2_sqrt + self.eps",
-           "            denom = np.sqrt(v / bias_correction2_sqrt ** 2 + self.eps)", ADAMW, visible=True),
-    Mutant("adamw_decay_after_update", "decays the weights after the Adam step", "adamw", ADAMW_TAIL,
-           ADAMW_TAIL.replace("        p.data *= 1 - self.lr * self.weight_decay                 # decoupled: the decay never enters m or v\n", "")
-           + "\n        p.data *= 1 - self.lr * self.weight_decay", ADAMW + AMSGRAD, visible=True),
-    Mutant("adamw_shared_step", "one step counter for the optimiser, counted per update call", "adamw",
-           '        state["step"] += 1\n        step = state["step"]',
-           '        self.updates = getattr(self, "updates", 0) + 1\n        step = self.updates', ADAMW + AMSGRAD, visible=True),
-    Mutant("adamw_amsgrad_corrected_max", "amsgrad keeps the maximum of the bias-corrected v", "adamw",
-           '            np.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])   # the max of the raw v\n'
-           '            denom = np.sqrt(state["max_exp_avg_sq"]) / bias_correction2_sqrt + self.eps',
-           '            np.maximum(state["max_exp_avg_sq"], v / bias_correction2_sqrt ** 2, out=state["max_exp_avg_sq"])\n'
-           '            denom = np.sqrt(state["max_exp_avg_sq"]) + self.eps', AMSGRAD, visible=True),
-    Mutant("adamw_amsgrad_ignored", "amsgrad accepted but never used", "adamw",
-           "        if self.amsgrad:\n            np.maximum", "        if False:\n            np.maximum", AMSGRAD,
-           visible=True),
-    Mutant("adamw_rebinds_data", "p.data = p.data - step: a new array, so aliases of the parameter go stale", "adamw",
-           "        p.data -= (self.lr / bias_correction1) * (m / denom)",
-           "        p.data = p.data - (self.lr / bias_correction1) * (m / denom)", ADAMW + AMSGRAD, visible=True),
-    Mutant("adamw_scalar_state_0d", "makes the moments as grad * 0.0: on a 0-d parameter they are NumPy scalars, "
-           "m += ... rebinds a local name, and the stored moments never change", "adamw",
-           '            state["exp_avg"] = np.zeros_like(p.data)\n            state["exp_avg_sq"] = np.zeros_like(p.data)',
-           '            state["exp_avg"] = grad * 0.0\n            state["exp_avg_sq"] = grad * 0.0', ADAMW + AMSGRAD,
-           visible=True),
-    # --- Exercise 7: clip_grad_norm_ ----------------------------------------------------------------
+    # --- Exercise 6: clip_grad_norm_ ----------------------------------------------------------------
     Mutant("clip_per_parameter", "clips each gradient on its own norm", "clip",
            "    coef = np.minimum(max_norm / (total + 1e-6), 1.0)             # torch always multiplies, by at most 1\n"
            '    with np.errstate(invalid="ignore"):                           # inf * 0 = nan, as in torch: no warning\n'
@@ -252,7 +217,7 @@ MUTANTS = [
            "            g.data *= coef ", "            g.data = g.data * coef ", CLIP_NORM, visible=True),
     Mutant("clip_slice_0d", "scales with g.data[:] *= c, which fails on a 0-d gradient", "clip",
            "            g.data *= coef ", "            g.data[:] *= coef ", CLIP_NORM, visible=True),
-    # --- Exercise 8: train_step ---------------------------------------------------------------------
+    # --- Exercise 7: train_step ---------------------------------------------------------------------
     Mutant("train_loss_after_update", "returns the loss recomputed after the step (a second forward)", "train_step",
            "    return float(loss.item())", "    return float(compute_loss().item())", TRAIN, visible=True),
     Mutant("train_zero_grad_after_backward", "zero_grad after backward: the step finds no gradients", "train_step",
@@ -405,24 +370,6 @@ def backward(tensor, gradient=None, retain_graph=False):
                           """    params = [p for p in params]
     if len(params) == 0:
         raise ValueError("optimizer got an empty parameter list")"""))),
-    Alternative("adamw_hat_form", "the textbook form: bias-corrected m and v, then m_hat / (sqrt(v_hat) + eps)",
-                "adamw", _variant("adamw", (_from("adamw", "beta1, beta2 = self.betas"), '''        b1, b2 = self.betas
-        if "step" not in state:
-            state.update(step=0, exp_avg=np.zeros_like(p.data), exp_avg_sq=np.zeros_like(p.data))
-            if self.amsgrad:
-                state["max_exp_avg_sq"] = np.zeros_like(p.data)
-        state["step"] += 1
-        t = state["step"]
-        p.data *= 1 - self.lr * self.weight_decay
-        state["exp_avg"][...] = b1 * state["exp_avg"] + (1 - b1) * grad
-        state["exp_avg_sq"][...] = b2 * state["exp_avg_sq"] + (1 - b2) * grad ** 2
-        v = state["exp_avg_sq"]
-        if self.amsgrad:
-            state["max_exp_avg_sq"][...] = np.maximum(state["max_exp_avg_sq"], v)
-            v = state["max_exp_avg_sq"]
-        m_hat = state["exp_avg"] / (1 - b1 ** t)
-        v_hat = v / (1 - b2 ** t)
-        p.data -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)'''))),
     Alternative("clip_concatenated", "one vector of all gradients and np.linalg.norm", "clip",
                 '''def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Clip by the norm of all gradients concatenated."""
