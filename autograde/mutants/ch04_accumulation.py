@@ -18,8 +18,6 @@ MICRO_UNEQUAL = ("test_microbatches_unequal",)
 MICRO = MICRO_EQUAL + MICRO_UNEQUAL
 METER = ("test_meter",)
 FREES = ("test_backward_frees",)
-ROOT = ("test_backward_root",)
-PARAMS = ("test_optimizer_params",)
 MOMENTUM = ("test_sgd_momentum",)
 DECAY_NESTEROV = ("test_sgd_decay_nesterov",)
 CLIP_NORM = ("test_clip_norm",)
@@ -54,6 +52,7 @@ def _variant(cell: str, *replacements: tuple[str, str]) -> str:
 
 BACKWARD_LOOP = _from("backward_engine", "for node in topological_order(root):")
 SGD_BODY = _from("sgd", "if self.weight_decay != 0:")
+SGD_DECAY = "\n".join(SGD_BODY.split("\n")[:2]) + "\n"  # its first two lines: the decay added before momentum
 
 MUTANTS = [
     # --- Exercise 1: zero_grad -------------------------------------------------------------------
@@ -112,7 +111,7 @@ MUTANTS = [
     Mutant("backward_frees_before_rule", "frees a node before running its rule: the first backward fails",
            "backward_engine",
            "        child_grads = node(grad)\n        if not retain_graph:\n            free_saved(node)\n",
-           "        if not retain_graph:\n            free_saved(node)\n        child_grads = node(grad)\n", FREES + ROOT,
+           "        if not retain_graph:\n            free_saved(node)\n        child_grads = node(grad)\n", FREES,
            visible=True),
     Mutant("backward_frees_at_end", "frees every node after the whole pass, not right after its rule",
            "backward_engine", BACKWARD_LOOP,
@@ -127,27 +126,13 @@ MUTANTS = [
            visible=True),
     Mutant("free_saved_every_node", "frees node.ctx of every node: AccumulateGrad has no ctx", "backward_engine",
            "    if isinstance(node, BackwardNode):\n        node.ctx._saved.free()", "    node.ctx._saved.free()",
-           FREES + ROOT, visible=True),
-    Mutant("root_no_scalar_check", "no error for a non-scalar root without gradient (ones instead)",
-           "backward_engine", "        if tensor.data.size != 1:", "        if False:", ROOT, visible=True),
-    Mutant("root_scalar_means_0d", "only a 0-d root may go without a gradient (torch: any one-element root)",
-           "backward_engine", "        if tensor.data.size != 1:", "        if tensor.ndim != 0:", ROOT, visible=True),
-    Mutant("root_broadcasts_gradient", "broadcasts the gradient to the root's shape instead of requiring it",
-           "backward_engine",
-           "    gradient = np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient)\n",
-           "    gradient = np.broadcast_to(np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient),\n"
-           "                               tensor.shape)\n", ROOT, visible=True),
-    Mutant("root_no_cast", "keeps a float64 gradient for a float32 root", "backward_engine",
-           "    return gradient.astype(tensor.dtype, copy=False)", "    return gradient", ROOT, visible=True),
-    Mutant("root_no_requires_grad_check", "no check that the root requires grad (crashes later instead)",
-           "backward_engine", "    if not tensor.requires_grad:", "    if False:", ROOT, visible=True),
-    # --- Exercise 5: the optimiser's parameters and SGD ----------------------------------------------
-    Mutant("optimizer_accepts_non_leaf", "no leaf check", "sgd", "        if not p.is_leaf:",
-           "        if False:", PARAMS, visible=True),
-    Mutant("optimizer_accepts_frozen", "no requires_grad check", "sgd", "        if not p.requires_grad:",
-           "        if False:", PARAMS, visible=True),
-    Mutant("optimizer_keeps_generator", "keeps params as given: a generator is used up after the checks", "sgd",
-           "    params = list(params)\n", "", PARAMS, visible=True),
+           FREES, visible=True),
+    Mutant("backward_root_is_grad_fn", "starts at tensor.grad_fn instead of gradient_edge(tensor): a leaf root has "
+           "no grad_fn", "backward_engine", "    root, _ = gradient_edge(tensor)", "    root = tensor.grad_fn", FREES,
+           visible=True),
+    Mutant("backward_ignores_gradient", "starts from ones, whatever gradient was given", "backward_engine",
+           "    grad = root_gradient(tensor, gradient)", "    grad = np.ones_like(tensor.data)", FREES, visible=True),
+    # --- Exercise 5: SGD -----------------------------------------------------------------------------
     Mutant("sgd_zero_buffer", "momentum buffer initialised to zeros (first step (1 - dampening) g)", "sgd",
            '            buf = state.get("momentum_buffer")\n'
            "            if buf is None:\n"
@@ -173,9 +158,7 @@ MUTANTS = [
            hidden_because="only a 0-d parameter with weight decay and momentum shows it; the visible test's parameters "
                           "are vectors, for which grad.copy() is an array"),
     Mutant("sgd_decay_after_momentum", "adds weight decay after momentum, to the step", "sgd", SGD_BODY,
-           SGD_BODY.replace("        if self.weight_decay != 0:\n"
-                            "            grad = grad + self.weight_decay * p.data              # a new array: p.grad is never changed\n",
-                            "").replace("        p.data -= self.lr * grad ",
+           SGD_BODY.replace(SGD_DECAY, "").replace("        p.data -= self.lr * grad ",
                                         "        p.data -= self.lr * (grad + self.weight_decay * p.data)"),
            DECAY_NESTEROV, visible=True),
     Mutant("sgd_decay_into_grad", "adds weight decay into p.grad in place", "sgd",
@@ -363,13 +346,7 @@ def backward(tensor, gradient=None, retain_graph=False):
                 state["momentum_buffer"] = self.momentum * state["momentum_buffer"] + (1 - self.dampening) * d_p
             buf = state["momentum_buffer"]
             d_p = d_p + self.momentum * buf if self.nesterov else buf
-        p.data -= self.lr * d_p'''),
-                         ("""    params = list(params)
-    if not params:
-        raise ValueError("optimizer got an empty parameter list")""",
-                          """    params = [p for p in params]
-    if len(params) == 0:
-        raise ValueError("optimizer got an empty parameter list")"""))),
+        p.data -= self.lr * d_p'''))),
     Alternative("clip_concatenated", "one vector of all gradients and np.linalg.norm", "clip",
                 '''def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Clip by the norm of all gradients concatenated."""
