@@ -18,12 +18,8 @@ MICRO_UNEQUAL = ("test_microbatches_unequal",)
 MICRO = MICRO_EQUAL + MICRO_UNEQUAL
 METER = ("test_meter",)
 FREES = ("test_backward_frees",)
-ROOT = ("test_backward_root",)
-PARAMS = ("test_optimizer_params",)
 MOMENTUM = ("test_sgd_momentum",)
 DECAY_NESTEROV = ("test_sgd_decay_nesterov",)
-ADAMW = ("test_adamw",)
-AMSGRAD = ("test_adamw_amsgrad",)
 CLIP_NORM = ("test_clip_norm",)
 CLIP_INF = ("test_clip_inf_norm",)
 TRAIN = ("test_train_step",)
@@ -56,7 +52,7 @@ def _variant(cell: str, *replacements: tuple[str, str]) -> str:
 
 BACKWARD_LOOP = _from("backward_engine", "for node in topological_order(root):")
 SGD_BODY = _from("sgd", "if self.weight_decay != 0:")
-ADAMW_TAIL = _from("adamw", "p.data *= 1 - self.lr * self.weight_decay")
+SGD_DECAY = "\n".join(SGD_BODY.split("\n")[:2]) + "\n"  # its first two lines: the decay added before momentum
 
 MUTANTS = [
     # --- Exercise 1: zero_grad -------------------------------------------------------------------
@@ -115,7 +111,7 @@ MUTANTS = [
     Mutant("backward_frees_before_rule", "frees a node before running its rule: the first backward fails",
            "backward_engine",
            "        child_grads = node(grad)\n        if not retain_graph:\n            free_saved(node)\n",
-           "        if not retain_graph:\n            free_saved(node)\n        child_grads = node(grad)\n", FREES + ROOT,
+           "        if not retain_graph:\n            free_saved(node)\n        child_grads = node(grad)\n", FREES,
            visible=True),
     Mutant("backward_frees_at_end", "frees every node after the whole pass, not right after its rule",
            "backward_engine", BACKWARD_LOOP,
@@ -130,27 +126,13 @@ MUTANTS = [
            visible=True),
     Mutant("free_saved_every_node", "frees node.ctx of every node: AccumulateGrad has no ctx", "backward_engine",
            "    if isinstance(node, BackwardNode):\n        node.ctx._saved.free()", "    node.ctx._saved.free()",
-           FREES + ROOT, visible=True),
-    Mutant("root_no_scalar_check", "no error for a non-scalar root without gradient (ones instead)",
-           "backward_engine", "        if tensor.data.size != 1:", "        if False:", ROOT, visible=True),
-    Mutant("root_scalar_means_0d", "only a 0-d root may go without a gradient (torch: any one-element root)",
-           "backward_engine", "        if tensor.data.size != 1:", "        if tensor.ndim != 0:", ROOT, visible=True),
-    Mutant("root_broadcasts_gradient", "broadcasts the gradient to the root's shape instead of requiring it",
-           "backward_engine",
-           "    gradient = np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient)\n",
-           "    gradient = np.broadcast_to(np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient),\n"
-           "                               tensor.shape)\n", ROOT, visible=True),
-    Mutant("root_no_cast", "keeps a float64 gradient for a float32 root", "backward_engine",
-           "    return gradient.astype(tensor.dtype, copy=False)", "    return gradient", ROOT, visible=True),
-    Mutant("root_no_requires_grad_check", "no check that the root requires grad (crashes later instead)",
-           "backward_engine", "    if not tensor.requires_grad:", "    if False:", ROOT, visible=True),
-    # --- Exercise 5: the optimiser's parameters and SGD ----------------------------------------------
-    Mutant("optimizer_accepts_non_leaf", "no leaf check", "sgd", "        if not p.is_leaf:",
-           "        if False:", PARAMS, visible=True),
-    Mutant("optimizer_accepts_frozen", "no requires_grad check", "sgd", "        if not p.requires_grad:",
-           "        if False:", PARAMS, visible=True),
-    Mutant("optimizer_keeps_generator", "keeps params as given: a generator is used up after the checks", "sgd",
-           "    params = list(params)\n", "", PARAMS, visible=True),
+           FREES, visible=True),
+    Mutant("backward_root_is_grad_fn", "starts at tensor.grad_fn instead of gradient_edge(tensor): a leaf root has "
+           "no grad_fn", "backward_engine", "    root, _ = gradient_edge(tensor)", "    root = tensor.grad_fn", FREES,
+           visible=True),
+    Mutant("backward_ignores_gradient", "starts from ones, whatever gradient was given", "backward_engine",
+           "    grad = root_gradient(tensor, gradient)", "    grad = np.ones_like(tensor.data)", FREES, visible=True),
+    # --- Exercise 5: SGD -----------------------------------------------------------------------------
     Mutant("sgd_zero_buffer", "momentum buffer initialised to zeros (first step (1 - dampening) g)", "sgd",
            '            buf = state.get("momentum_buffer")\n'
            "            if buf is None:\n"
@@ -176,9 +158,7 @@ MUTANTS = [
            hidden_because="only a 0-d parameter with weight decay and momentum shows it; the visible test's parameters "
                           "are vectors, for which grad.copy() is an array"),
     Mutant("sgd_decay_after_momentum", "adds weight decay after momentum, to the step", "sgd", SGD_BODY,
-           SGD_BODY.replace("        if self.weight_decay != 0:\n"
-                            "            grad = grad + self.weight_decay * p.data              # a new array: p.grad is never changed\n",
-                            "").replace("        p.data -= self.lr * grad ",
+           SGD_BODY.replace(SGD_DECAY, "").replace("        p.data -= self.lr * grad ",
                                         "        p.data -= self.lr * (grad + self.weight_decay * p.data)"),
            DECAY_NESTEROV, visible=True),
     Mutant("sgd_decay_into_grad", "adds weight decay into p.grad in place", "sgd",
@@ -190,39 +170,7 @@ MUTANTS = [
     Mutant("sgd_rebinds_data", "p.data = p.data - lr * g: a new array, so aliases of the parameter go stale", "sgd",
            "        p.data -= self.lr * grad ", "        p.data = p.data - self.lr * grad ", MOMENTUM + DECAY_NESTEROV,
            visible=True),
-    # --- Exercise 6: AdamW -------------------------------------------------------------------------
-    Mutant("adamw_l2_decay", "adds the decay to the gradient (Adam's L2) instead of decoupling it", "adamw",
-           "        p.data *= 1 - self.lr * self.weight_decay                 # decoupled: the decay never enters m or v",
-           "        grad = grad + self.weight_decay * p.data", ADAMW + AMSGRAD, visible=True),
-    Mutant("adamw_no_bias_correction", "no bias correction", "adamw",
-           "        bias_correction1 = 1 - beta1 ** step\n        bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)",
-           "        bias_correction1 = 1.0\n        bias_correction2_sqrt = 1.0", ADAMW + AMSGRAD, visible=True),
-    Mutant("adamw_eps_inside_sqrt", "eps inside the square root", "adamw",
-           "            denom = np.sqrt(v) / bias_correction2_sqrt + self.eps",
-           "            denom = np.sqrt(v / bias_correction2_sqrt ** 2 + self.eps)", ADAMW, visible=True),
-    Mutant("adamw_decay_after_update", "decays the weights after the Adam step", "adamw", ADAMW_TAIL,
-           ADAMW_TAIL.replace("        p.data *= 1 - self.lr * self.weight_decay                 # decoupled: the decay never enters m or v\n", "")
-           + "\n        p.data *= 1 - self.lr * self.weight_decay", ADAMW + AMSGRAD, visible=True),
-    Mutant("adamw_shared_step", "one step counter for the optimiser, counted per update call", "adamw",
-           '        state["step"] += 1\n        step = state["step"]',
-           '        self.updates = getattr(self, "updates", 0) + 1\n        step = self.updates', ADAMW + AMSGRAD, visible=True),
-    Mutant("adamw_amsgrad_corrected_max", "amsgrad keeps the maximum of the bias-corrected v", "adamw",
-           '            np.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])   # the max of the raw v\n'
-           '            denom = np.sqrt(state["max_exp_avg_sq"]) / bias_correction2_sqrt + self.eps',
-           '            np.maximum(state["max_exp_avg_sq"], v / bias_correction2_sqrt ** 2, out=state["max_exp_avg_sq"])\n'
-           '            denom = np.sqrt(state["max_exp_avg_sq"]) + self.eps', AMSGRAD, visible=True),
-    Mutant("adamw_amsgrad_ignored", "amsgrad accepted but never used", "adamw",
-           "        if self.amsgrad:\n            np.maximum", "        if False:\n            np.maximum", AMSGRAD,
-           visible=True),
-    Mutant("adamw_rebinds_data", "p.data = p.data - step: a new array, so aliases of the parameter go stale", "adamw",
-           "        p.data -= (self.lr / bias_correction1) * (m / denom)",
-           "        p.data = p.data - (self.lr / bias_correction1) * (m / denom)", ADAMW + AMSGRAD, visible=True),
-    Mutant("adamw_scalar_state_0d", "makes the moments as grad * 0.0: on a 0-d parameter they are NumPy scalars, "
-           "m += ... rebinds a local name, and the stored moments never change", "adamw",
-           '            state["exp_avg"] = np.zeros_like(p.data)\n            state["exp_avg_sq"] = np.zeros_like(p.data)',
-           '            state["exp_avg"] = grad * 0.0\n            state["exp_avg_sq"] = grad * 0.0', ADAMW + AMSGRAD,
-           visible=True),
-    # --- Exercise 7: clip_grad_norm_ ----------------------------------------------------------------
+    # --- Exercise 6: clip_grad_norm_ ----------------------------------------------------------------
     Mutant("clip_per_parameter", "clips each gradient on its own norm", "clip",
            "    coef = np.minimum(max_norm / (total + 1e-6), 1.0)             # torch always multiplies, by at most 1\n"
            '    with np.errstate(invalid="ignore"):                           # inf * 0 = nan, as in torch: no warning\n'
@@ -252,7 +200,7 @@ MUTANTS = [
            "            g.data *= coef ", "            g.data = g.data * coef ", CLIP_NORM, visible=True),
     Mutant("clip_slice_0d", "scales with g.data[:] *= c, which fails on a 0-d gradient", "clip",
            "            g.data *= coef ", "            g.data[:] *= coef ", CLIP_NORM, visible=True),
-    # --- Exercise 8: train_step ---------------------------------------------------------------------
+    # --- Exercise 7: train_step ---------------------------------------------------------------------
     Mutant("train_loss_after_update", "returns the loss recomputed after the step (a second forward)", "train_step",
            "    return float(loss.item())", "    return float(compute_loss().item())", TRAIN, visible=True),
     Mutant("train_zero_grad_after_backward", "zero_grad after backward: the step finds no gradients", "train_step",
@@ -398,31 +346,7 @@ def backward(tensor, gradient=None, retain_graph=False):
                 state["momentum_buffer"] = self.momentum * state["momentum_buffer"] + (1 - self.dampening) * d_p
             buf = state["momentum_buffer"]
             d_p = d_p + self.momentum * buf if self.nesterov else buf
-        p.data -= self.lr * d_p'''),
-                         ("""    params = list(params)
-    if not params:
-        raise ValueError("optimizer got an empty parameter list")""",
-                          """    params = [p for p in params]
-    if len(params) == 0:
-        raise ValueError("optimizer got an empty parameter list")"""))),
-    Alternative("adamw_hat_form", "the textbook form: bias-corrected m and v, then m_hat / (sqrt(v_hat) + eps)",
-                "adamw", _variant("adamw", (_from("adamw", "beta1, beta2 = self.betas"), '''        b1, b2 = self.betas
-        if "step" not in state:
-            state.update(step=0, exp_avg=np.zeros_like(p.data), exp_avg_sq=np.zeros_like(p.data))
-            if self.amsgrad:
-                state["max_exp_avg_sq"] = np.zeros_like(p.data)
-        state["step"] += 1
-        t = state["step"]
-        p.data *= 1 - self.lr * self.weight_decay
-        state["exp_avg"][...] = b1 * state["exp_avg"] + (1 - b1) * grad
-        state["exp_avg_sq"][...] = b2 * state["exp_avg_sq"] + (1 - b2) * grad ** 2
-        v = state["exp_avg_sq"]
-        if self.amsgrad:
-            state["max_exp_avg_sq"][...] = np.maximum(state["max_exp_avg_sq"], v)
-            v = state["max_exp_avg_sq"]
-        m_hat = state["exp_avg"] / (1 - b1 ** t)
-        v_hat = v / (1 - b2 ** t)
-        p.data -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)'''))),
+        p.data -= self.lr * d_p'''))),
     Alternative("clip_concatenated", "one vector of all gradients and np.linalg.norm", "clip",
                 '''def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Clip by the norm of all gradients concatenated."""
