@@ -321,20 +321,12 @@ MUTANTS = [
            "is seeded with an empty array of ones, where torch refuses it", "backward",
            "        if tensor.data.size != 1:\n", "        if tensor.data.size > 1:\n", ERRORS, visible=True),
     # --- count_apply_calls ---------------------------------------------------------------------------------------
-    Mutant("cnt_late_binding", "wrappers defined in the loop body: every wrapper sees the loop's last node and "
-           "last apply (closures capture variables)",
+    Mutant("cnt_late_binding", "writes its own wrapper in the loop body instead of the given counted: every "
+           "wrapper sees the loop's last node and last apply (closures capture variables)",
            "count_apply_calls",
-           "    def counted(node: Node, apply: Callable) -> Callable:\n"
-           "        \"\"\"apply, counting each call in counts[node] (a function of its own, so node and apply are not "
-           "shared).\"\"\"\n"
-           "        def wrapper(grad):\n"
-           "            counts[node] += 1\n"
-           "            return apply(grad)\n"
-           "        return wrapper\n"
-           "\n"
            "    for node in nodes:\n"
-           "        node.apply = counted(node, node.apply)  # an instance attribute: shadows the class's method on "
-           "this node\n",
+           "        node.apply = counted(counts, node, node.apply)  # an instance attribute: shadows the class's method "
+           "on this node\n",
            "    for node in nodes:\n"
            "        original = node.apply\n"
            "\n"
