@@ -579,6 +579,62 @@ def check_apply_recording(ns: dict) -> None:
                 results.append(outcome(run))
             assert same(results[0], results[1]), (f"w {op} t with t made inside inference_mode and w requiring grad, then "
                                               f"backward: got {shown(results[0])}, expected {shown(results[1])} as torch")
+        # 0-d outputs: NumPy returns a scalar for a 0-d result, so unless apply makes the output's array the one the
+        # rule saved (output_array), an in-place change of a 0-d output escapes section 6's version check (torch
+        # raises: zero_d_scenarios, compared in check_version_errors)
+        for dtype in (np.float64, np.float32):
+            x = ours["Tensor"](np.array(0.5, dtype=dtype), True)
+            v = ours["Tensor"](np.array([0.5, -1.0], dtype=dtype), True)
+            for label, y in (("x.exp()", x.exp()), ("(x * 2.0).exp()", (x * 2.0).exp()), ("v.sum().exp()", v.sum().exp())):
+                where = f"{label} for a 0-d {np.dtype(dtype).name} result"
+                assert isinstance(y.data, np.ndarray) and y.data.dtype == dtype and y.shape == (), (
+                    f"{where}: y.data is {type(y.data).__name__} {getattr(y.data, 'dtype', '')}, expected a 0-d "
+                    f"{np.dtype(dtype).name} array")
+                saved = [a for a in y.grad_fn.ctx._saved.arrays if a is not None]
+                assert any(a is y.data for a in saved), (
+                    f"{where}: Exp saved {[type(a).__name__ for a in saved]}, not the output's own array y.data, so an "
+                    "in-place change of y would escape the version check (torch raises): make the output's array "
+                    "with output_array(ctx, result)")
+
+
+def zero_d_scenarios(api: dict) -> dict[str, Callable]:
+    """A 0-d output saved by its node (Exp saves its output), changed in place or not, then backward."""
+    T = api["Tensor"]
+
+    def change(t, value):
+        """t += value in place, counted as a version change (the in-place methods come after this exercise)."""
+        if api["is_torch"]:
+            t.add_(value)
+        else:
+            t.data += value
+            t._version_counter.bump()
+
+    def exp_changed():
+        x = T(np.array(0.5), True)
+        y = x.exp()
+        change(y, 1.0)
+        y.backward()
+
+    def sum_then_exp_changed():
+        x = T(np.array([0.5, -1.0]), True)
+        y = x.sum().exp()
+        change(y, 2.0)
+        y.backward()
+
+    def exp_float32_changed():
+        x = T(np.array(0.5, dtype=np.float32), True)
+        y = x.exp()
+        change(y, -1.0)
+        y.backward()
+
+    def exp_unchanged():
+        x = T(np.array(0.5), True)
+        y = x.exp() * 2.0
+        y.backward()
+        return _grad(x)
+
+    return dict(exp_changed=exp_changed, sum_then_exp_changed=sum_then_exp_changed,
+                exp_float32_changed=exp_float32_changed, exp_unchanged=exp_unchanged)
 
 
 def check_needs_input_grad(ns: dict) -> None:
@@ -985,6 +1041,7 @@ def check_version_errors(ns: dict) -> None:
     """backward checks the versions of what each node saved: torch's error, word for word, or torch's gradients."""
     __tracebackhide__ = True
     with checked(ns):
+        compare_scenarios(zero_d_scenarios(engine(ns)), zero_d_scenarios(TORCH), "version check (0-d outputs)")
         for seed, dtype in ((4, np.float64), (5, np.float32)):
             compare_scenarios(version_error_scenarios(engine(ns), seed, dtype),
                               version_error_scenarios(TORCH, seed, dtype), f"version check ({np.dtype(dtype).name})",

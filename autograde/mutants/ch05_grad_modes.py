@@ -85,6 +85,13 @@ MUTANTS = [
            "input's requires_grad)", "apply", "ctx.needs_input_grad = tuple(t.requires_grad for t in inputs)",
            "ctx.needs_input_grad = tuple(STATE.grad_enabled and not STATE.inference_mode and t.requires_grad "
            "for t in inputs)", (NEEDS,), visible=True),
+    Mutant("apply_0d_output_not_saved_array", "the output's array is made from forward's result without output_array: "
+           "for a 0-d result (a NumPy scalar) the rule saved another object, so an in-place change of the output "
+           "escapes the version check", "apply",
+           "    out = Tensor(output_array(ctx, cls.forward(ctx, *[t.data for t in inputs], **settings)))\n",
+           "    out = Tensor(cls.forward(ctx, *[t.data for t in inputs], **settings))\n", (REC,), visible=False,
+           hidden_because="only a 0-d output changed in place after its node saved it reveals it; the visible tests "
+           "use vectors"),
     Mutant("apply_no_bookkeeping", "records the node but never calls keep_for_backward: no versions, no meter, "
            "inference tensors saved", "apply", "    keep_for_backward(node, inputs, out)\n", "", (REC,), visible=True),
     # -- Exercise 4: detach ----------------------------------------------------------------------------
@@ -373,7 +380,7 @@ class set_grad_enabled(DecoratorContextManager):
         needs.append(t.requires_grad)
     ctx = Context()
     ctx.needs_input_grad = tuple(needs)
-    out = Tensor(cls.forward(ctx, *arrays, **settings))
+    out = Tensor(output_array(ctx, cls.forward(ctx, *arrays, **settings)))
     recording = is_grad_enabled() and not is_inference_mode_enabled()
     if recording and True in needs:
         for t in inputs:
