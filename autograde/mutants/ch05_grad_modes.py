@@ -9,8 +9,7 @@ from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
 NEST, THREADS, DECO = "test_grad_mode_nesting", "test_grad_mode_threads", "test_grad_mode_decorators"
 FLAGS, INFT = "test_inference_mode_flags", "test_inference_tensors"
 REC, NEEDS = "test_apply_recording", "test_apply_needs_input_grad"
-RG, RS = "test_rules_gradients", "test_rules_saved"
-DET, RGQ = "test_detach", "test_requires_grad_"
+DET = "test_detach"
 OPS, REF, VER = "test_inplace_ops", "test_inplace_refusals", "test_version_check"
 HK, RT, AN = "test_hooks", "test_retain_grad", "test_anomaly"
 
@@ -86,26 +85,16 @@ MUTANTS = [
            "input's requires_grad)", "apply", "ctx.needs_input_grad = tuple(t.requires_grad for t in inputs)",
            "ctx.needs_input_grad = tuple(STATE.grad_enabled and not STATE.inference_mode and t.requires_grad "
            "for t in inputs)", (NEEDS,), visible=True),
+    Mutant("apply_0d_output_not_saved_array", "the output's array is made from forward's result without output_array: "
+           "for a 0-d result (a NumPy scalar) the rule saved another object, so an in-place change of the output "
+           "escapes the version check", "apply",
+           "    out = Tensor(output_array(ctx, cls.forward(ctx, *[t.data for t in inputs], **settings)))\n",
+           "    out = Tensor(cls.forward(ctx, *[t.data for t in inputs], **settings))\n", (REC,), visible=False,
+           hidden_because="only a 0-d output changed in place after its node saved it reveals it; the visible tests "
+           "use vectors"),
     Mutant("apply_no_bookkeeping", "records the node but never calls keep_for_backward: no versions, no meter, "
            "inference tensors saved", "apply", "    keep_for_backward(node, inputs, out)\n", "", (REC,), visible=True),
-    # -- Exercise 4: rules that skip ------------------------------------------------------------------
-    Mutant("mul_saves_both", "Mul saves both inputs whatever is needed (Chapter 3's forward)", "rules",
-           "ctx.save_for_backward(a if need_b else None, b if need_a else None)\n        return a * b",
-           "ctx.save_for_backward(a, b)\n        return a * b", (RS,), visible=True),
-    Mutant("div_saves_a_always", "Div saves a even when b needs no gradient (only b's gradient uses a)", "rules",
-           "ctx.save_for_backward(a if need_b else None, b)", "ctx.save_for_backward(a, b)", (RS,), visible=True),
-    Mutant("matmul_zeros_not_none", "MatMul returns arrays of zeros for inputs that need no gradient instead of None",
-           "rules", "        grad_a = grad_b = None\n",
-           "        grad_a, grad_b = np.zeros(ctx.a_shape, grad.dtype), np.zeros(ctx.b_shape, grad.dtype)\n", (RG,),
-           visible=True),
-    Mutant("mul_grad_b_not_unbroadcast", "Mul's gradient for b forgets to undo broadcasting", "rules",
-           "grad_b = unbroadcast(grad * a, ctx.b_shape) if need_b else None",
-           "grad_b = grad * a if need_b else None", (RG,), visible=True),
-    Mutant("matmul_left_vector_not_expanded", "MatMul's gradient for b forgets that a 1-D left operand is a row "
-           "vector", "rules", "            a2 = a[np.newaxis, :] if a_vec else a\n", "            a2 = a\n", (RG,),
-           visible=False, hidden_because="only a 1-D left operand whose right operand needs a gradient reveals it; "
-           "the visible cases put the vector on the right, and the hidden tests add (3,) @ (4, 3, 2)"),
-    # -- Exercise 5: detach and requires_grad_ ---------------------------------------------------------
+    # -- Exercise 4: detach ----------------------------------------------------------------------------
     Mutant("detach_copies", "detach copies the array: a change through one tensor no longer shows in the other",
            "detach", "    out = Tensor(self.data)\n", "    out = Tensor(self.data.copy())\n", (DET,), visible=True),
     Mutant("detach_keeps_history", "detach keeps grad_fn and requires_grad: gradients still flow through it",
@@ -115,10 +104,7 @@ MUTANTS = [
     Mutant("detach_fresh_version_counter", "the detached tensor gets its own version counter: in-place changes "
            "through it go unnoticed", "detach", "    out._version_counter = self._version_counter\n", "", (DET,),
            visible=True),
-    Mutant("requires_grad_allows_integers", "requires_grad_ accepts any numeric dtype, integers included", "detach",
-           'if requires_grad and self.dtype.kind not in "fc":', "if requires_grad and not np.issubdtype(self.dtype, "
-           "np.number):", (RGQ,), visible=True),
-    # -- Exercise 6: in-place operations and the version check ----------------------------------------------
+    # -- Exercise 5: in-place operations and the version check ----------------------------------------------
     Mutant("inplace_no_version_bump", "in-place operations do not bump the version: the check never fires",
            "inplace", "    t._version_counter.bump()\n", "", (OPS, REF, VER), visible=True),
     Mutant("inplace_checks_at_forward", "the in-place operation itself raises when its tensor's node saved it "
@@ -143,7 +129,7 @@ MUTANTS = [
     Mutant("version_not_checked", "saved_tensors returns the arrays without comparing versions", "inplace",
            "    for record in self._saved.versions:\n        if record.counter.value != record.version:\n"
            "            raise RuntimeError(version_message(record, arrays[record.slot]))\n", "", (VER,), visible=True),
-    # -- Exercise 7: hooks, retain_grad, anomaly mode ------------------------------------------------------
+    # -- Exercise 6: retain_grad, hooks and anomaly mode in backward ---------------------------------------
     Mutant("hooks_after_the_rule", "hooks run after the node's rule: on a leaf, after accumulation, so a returned "
            "gradient changes nothing", "hooks", CALL_NODE_HOOKS,
            CALL_NODE_HOOKS.replace("    if node._tensor_hooks:", "    grads = None if ANOMALY.enabled else "
@@ -153,9 +139,6 @@ MUTANTS = [
     Mutant("hook_result_ignored", "the gradient a hook returns is checked but not used", "hooks",
            "                grad = checked_hook_result(hook, grad, result)",
            "                checked_hook_result(hook, grad, result)", (HK, RT), visible=True),
-    Mutant("hook_dict_replaced", "each register_hook gives the node a new dict: only the last hook runs", "hooks",
-           "    if node._tensor_hooks is None:\n        node._tensor_hooks = {}", "    node._tensor_hooks = {}", (HK,),
-           visible=True),
     Mutant("retain_grad_first", "retain_grad runs before the other hooks (torch runs it last)", "hooks",
            "    if node._tensor_hooks:\n        for hook in list(node._tensor_hooks.values()):",
            "    if node._retain_grad_hook is not None:\n        node._retain_grad_hook(grad)\n"
@@ -397,7 +380,7 @@ class set_grad_enabled(DecoratorContextManager):
         needs.append(t.requires_grad)
     ctx = Context()
     ctx.needs_input_grad = tuple(needs)
-    out = Tensor(cls.forward(ctx, *arrays, **settings))
+    out = Tensor(output_array(ctx, cls.forward(ctx, *arrays, **settings)))
     recording = is_grad_enabled() and not is_inference_mode_enabled()
     if recording and True in needs:
         for t in inputs:
@@ -411,89 +394,13 @@ class set_grad_enabled(DecoratorContextManager):
 
 Function.apply = classmethod(apply)
 '''),
-    Alternative("rules_promote_vectors", "MatMul promotes 1-D operands to matrices once, up front, and Div computes "
-                "its quotient once", "rules", '''@register("mul")
-class Mul(Function):
-    name = "MulBackward0"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.a_shape, ctx.b_shape = a.shape, b.shape
-        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
-        return a * b
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        return (unbroadcast(grad * b, ctx.a_shape) if ctx.needs_input_grad[0] else None,
-                unbroadcast(grad * a, ctx.b_shape) if ctx.needs_input_grad[1] else None)
-
-
-@register("div")
-class Div(Function):
-    name = "DivBackward0"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.a_shape, ctx.b_shape = a.shape, b.shape
-        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
-        return a / b
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        quotient = grad / b
-        grad_a = unbroadcast(quotient, ctx.a_shape) if ctx.needs_input_grad[0] else None
-        grad_b = unbroadcast(-quotient * a / b, ctx.b_shape) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b
-
-
-@register("matmul")
-class MatMul(Function):
-    name = "MmBackward0"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.a_shape, ctx.b_shape = a.shape, b.shape
-        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
-        return a @ b
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        a2_shape = (1,) + ctx.a_shape if len(ctx.a_shape) == 1 else ctx.a_shape    # a row vector
-        b2_shape = ctx.b_shape + (1,) if len(ctx.b_shape) == 1 else ctx.b_shape    # a column vector
-        out2_shape = np.broadcast_shapes(a2_shape[:-2], b2_shape[:-2]) + (a2_shape[-2], b2_shape[-1])
-        g = np.reshape(grad, out2_shape)                   # the axes the product removed, put back
-        grad_a = grad_b = None
-        if ctx.needs_input_grad[0]:
-            grad_a = unbroadcast(g @ np.swapaxes(b.reshape(b2_shape), -1, -2), a2_shape).reshape(ctx.a_shape)
-        if ctx.needs_input_grad[1]:
-            grad_b = unbroadcast(np.swapaxes(a.reshape(a2_shape), -1, -2) @ g, b2_shape).reshape(ctx.b_shape)
-        return grad_a, grad_b
-'''),
-    Alternative("detach_via_constructor", "detach through Tensor(self), which keeps the same array; requires_grad_ "
-                "with the checks in another order", "detach", '''def detach(self):
+    Alternative("detach_via_constructor", "detach through Tensor(self), which keeps the same array", "detach", '''def detach(self):
     out = Tensor(self)                      # Chapter 2's constructor takes a Tensor's array, without copying
     out._version_counter, out._inference = self._version_counter, self._inference
     return out
 
 
-def requires_grad_(self, requires_grad=True):
-    if requires_grad:
-        if self.is_leaf and not (np.issubdtype(self.dtype, np.floating) or np.issubdtype(self.dtype, np.complexfloating)):
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        if self.is_leaf and self.is_inference() and not is_inference_mode_enabled():
-            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
-    elif not self.is_leaf:
-        raise RuntimeError("you can only change requires_grad flags of leaf variables.")
-    if self.is_leaf:
-        self.requires_grad = bool(requires_grad)
-    return self
-
-
 Tensor.detach = detach
-Tensor.requires_grad_ = requires_grad_
 '''),
     Alternative("inplace_loops", "apply_inplace rebuilds the saved arrays and records with loops; the version check "
                 "finds the first stale record with next()", "inplace", '''def check_inplace(t):
@@ -540,18 +447,7 @@ def get_saved_tensors_checked(self):
 Context.saved_tensors = property(get_saved_tensors_checked, set_saved_tensors)
 '''),
     Alternative("hooks_helpers", "call_node split into small helpers; retain_grad's closure uses np.add; the NaN "
-                "check finds the first bad output with next()", "hooks", '''def register_hook(self, hook):
-    if not self.requires_grad:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    node = gradient_edge(self)[0]
-    hooks = node._tensor_hooks if node._tensor_hooks is not None else {}
-    node._tensor_hooks = hooks
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = hook
-    return handle
-
-
-def retain_grad(self):
+                "check finds the first bad output with next()", "hooks", '''def retain_grad(self):
     if not self.requires_grad:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if self.grad_fn is None or self.retains_grad:
@@ -592,7 +488,6 @@ def call_node(node, grad):
     return grads
 
 
-Tensor.register_hook = register_hook
 Tensor.retain_grad = retain_grad
 Tensor.retains_grad = property(lambda self: self._retains_grad)
 Node.__call__ = call_node
