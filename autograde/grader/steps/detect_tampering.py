@@ -48,15 +48,17 @@ class DetectTampering(NbGraderPreprocessor):
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict):
         expected = _expected_cells(resources)
         retired = _retired_ids(resources)
-        found = incidents.tampering(nb, expected, releases.load(resources.get("nbgrader", {}).get("assignment", "")))
+        earlier = releases.load(resources.get("nbgrader", {}).get("assignment", ""))
+        found = incidents.tampering(nb, expected, earlier)
         for i, cell in enumerate(nb.cells):
             gid = nbk.grade_id(cell)
             if "nbgrader" in cell.get("metadata", {}) and gid not in expected:
                 # nbgrader 0.9.6 fails on the whole notebook for a grading cell it does not know
                 is_test = nbk.is_test(cell)
                 del cell.metadata["nbgrader"]
-                if gid in retired:
-                    # handed in before the chapter changed: an old test cell is not run, an old answer runs as is
+                if gid in retired or (gid and earlier.known_version(gid, cell.source)):
+                    # handed in before the chapter changed (a retired id, or a read-only or test cell exactly as an
+                    # earlier release had it): an old test cell is not run, an old answer or given cell runs as is
                     if is_test:
                         cell.source = f"# test cell {gid} belongs to an earlier version of this chapter; not run"
                     continue
