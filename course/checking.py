@@ -149,10 +149,9 @@ def check_raises(name: str, exc_type: type[BaseException] | tuple[type[BaseExcep
                           "left as its stub), so this check cannot tell anything yet: write it first") from None
         return exc
     except Exception as exc:  # noqa: BLE001 - we report whatever else happened
-        expected = exc_type.__name__ if isinstance(exc_type, type) else " or ".join(t.__name__ for t in exc_type)
-        raise failure(f"{name} should raise {expected}, but raised {type(exc).__name__}: {exc}") from None
-    expected = exc_type.__name__ if isinstance(exc_type, type) else " or ".join(t.__name__ for t in exc_type)
-    raise failure(f"{name} should raise {expected}, but returned {result!r:.200}")
+        raise failure(f"{name} should raise {' or '.join(t.__name__ for t in types)}, but raised "
+                      f"{type(exc).__name__}: {exc}") from None
+    raise failure(f"{name} should raise {' or '.join(t.__name__ for t in types)}, but returned {result!r:.200}")
 
 
 def check_choice(name: str, answer: Any, choices: str) -> None:
@@ -175,14 +174,19 @@ class NotAnsweredYet(NotImplementedError):
         return [f"{type(self).__name__}: {self}"]
 
 
-def _raised_in(tb: TracebackType | None) -> str:
-    """The qualified name of the function in which a traceback ends (where the error was raised)."""
+def _last_code(tb: TracebackType | None) -> CodeType | None:
+    """The code of the function in which a traceback ends (where the error was raised)."""
     if tb is None:
-        return "?"
+        return None
     while tb.tb_next is not None:
         tb = tb.tb_next
-    code = tb.tb_frame.f_code
-    return getattr(code, "co_qualname", code.co_name)
+    return tb.tb_frame.f_code
+
+
+def _raised_in(tb: TracebackType | None) -> str:
+    """The qualified name of the function in which a traceback ends (where the error was raised)."""
+    code = _last_code(tb)
+    return "?" if code is None else getattr(code, "co_qualname", code.co_name)
 
 
 @contextmanager
@@ -235,12 +239,8 @@ def _stub_code(code: CodeType) -> bool:
 def raised_by_stub(error: BaseException | None) -> bool:
     """Whether error is a NotImplementedError raised by a stub (the function it was raised in is one, as is_stub
     tells), not by finished code that raises NotImplementedError on purpose."""
-    if not isinstance(error, NotImplementedError) or error.__traceback__ is None:
-        return False
-    tb = error.__traceback__
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return _stub_code(tb.tb_frame.f_code)
+    code = _last_code(error.__traceback__) if isinstance(error, NotImplementedError) else None
+    return code is not None and _stub_code(code)
 
 
 def _functions_of(value: Any) -> list[Any]:
