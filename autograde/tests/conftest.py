@@ -27,6 +27,18 @@ def graded_test_cells(nb) -> dict[str, object]:
     return {nbk.grade_id(c): c for c in nb.cells if nbk.is_test(c)}
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module's tests (the capstone's tiny models: on a shared machine more threads only wait
+    for each other); the count before is restored after the module."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory):
     """`make demo` run once: (workspace, report, None).

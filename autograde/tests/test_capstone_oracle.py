@@ -13,13 +13,7 @@ import torch.nn.functional as F
 from autograde.hidden import ch08_capstone as cap
 from course import text
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread: these models are tiny, and on a shared machine more threads only wait for each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 SMALL = cap.Config(vocab=30, block=7, d_model=16, n_heads=4, n_layers=2, d_ff=24, tied=True)

@@ -30,12 +30,7 @@ P = _load_prototype()
 DATA = text.encode(text.corpus(20_000))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _leaf(a):
