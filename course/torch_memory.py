@@ -74,6 +74,10 @@ def measure_torch(forward: Callable[[], torch.Tensor], params: Sequence[torch.Te
     for param in params:
         param.grad = None
     if DEVICE.type == "cuda":
+        forward().backward()    # warm-up: a first step also allocates what stays (cuBLAS's workspace, 32 MiB on an H200)
+        for param in params:
+            param.grad = None
+    if DEVICE.type == "cuda":
         torch.cuda.synchronize()
         start = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()

@@ -35,7 +35,7 @@ from autograde.paths import REPO, reference_path, release_path
 
 MARKER = "edition.json"
 RUNTIME_MODULES = tuple(sorted(p.name for p in (REPO / "course").iterdir()
-                               if p.is_file() and p.suffix in (".py", ".typed")))
+                               if p.is_file() and p.suffix in (".py", ".typed", ".json")))
 """The files of course/ a student's kernel needs (all of them: course/ is the runtime package), besides
 course/reference/, which the edition filters by chapter."""
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -100,7 +100,7 @@ def _pyproject() -> str:
         f'description = {json.dumps(project.get("description", ""))}\nreadme = "README.md"\n'
         f'requires-python = "{project["requires-python"]}"\ndependencies = [\n{deps}]\n\n'
         '[tool.setuptools.packages.find]\ninclude = ["course*"]\n\n'
-        '[tool.setuptools.package-data]\ncourse = ["py.typed"]\n'
+        '[tool.setuptools.package-data]\ncourse = ["py.typed", "*.json"]\n'
     )
 
 

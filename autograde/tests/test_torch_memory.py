@@ -1,9 +1,18 @@
-"""course.torch_memory measures what it says on the CPU (the GPU path uses torch.cuda's own statistics)."""
+"""course.torch_memory measures what it says: on the CPU with its own meter, and on a GPU (where there is one: the
+last test, run on the device machine) with torch.cuda's allocator statistics."""
 from __future__ import annotations
 
+import pytest
 import torch
 
+import course.torch_memory
 from course.torch_memory import Block, LiveTensorBytes, measure_torch, offloaded, run_segments, saved_costs, selective
+
+
+@pytest.fixture
+def on_the_cpu(monkeypatch):
+    """measure_torch's CPU path, also on a machine with a GPU."""
+    monkeypatch.setattr(course.torch_memory, "DEVICE", torch.device("cpu"))
 
 
 def test_live_tensor_bytes_follows_each_storage_from_creation_to_death():
@@ -20,7 +29,7 @@ def test_live_tensor_bytes_follows_each_storage_from_creation_to_death():
     assert meter.peak == 4000 + 1200 + 120        # the ones(100, 3) was alive while mm ran
 
 
-def test_measure_torch_sees_checkpointing_and_counts_products_in_backward():
+def test_measure_torch_sees_checkpointing_and_counts_products_in_backward(on_the_cpu):
     torch.manual_seed(0)
     weights = [torch.randn(32, 32, requires_grad=True) for _ in range(4)]
     layers = [lambda h, w=w: torch.relu(h @ w) for w in weights]
@@ -40,7 +49,7 @@ def test_measure_torch_sees_checkpointing_and_counts_products_in_backward():
 
 def test_run_segments_gives_the_plain_gradients_and_saved_costs_counts_storages_once():
     torch.manual_seed(1)
-    blocks = [Block(16, 4) for _ in range(3)]
+    blocks = [Block(16, 4, device="cpu") for _ in range(3)]
     x = torch.randn(2, 8, 16)
     grads = []
     for plan in ([], [(0, 2)], [(0, 1), (1, 3)]):
@@ -56,3 +65,44 @@ def test_run_segments_gives_the_plain_gradients_and_saved_costs_counts_storages_
                                  lambda h: h.pow(2).sum())
     assert inp == (128, 128)
     assert act == (128 + 128, 0) and tail == 128  # x and relu's output (the next product's input); pow keeps its input
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the device machine)")
+def test_measure_torch_on_a_gpu_reads_the_allocator_and_leaves_out_one_time_allocations():
+    torch.manual_seed(0)
+    weights = [torch.randn(256, 256, device="cuda", requires_grad=True) for _ in range(4)]
+    layers = [lambda h, w=w: torch.relu(h @ w) for w in weights]
+    x = torch.randn(512, 256, device="cuda")
+    first = measure_torch(lambda: run_segments(layers, x).sum(), weights, repeats=1)   # the process's first product
+    plain = measure_torch(lambda: run_segments(layers, x).sum(), weights, repeats=1)
+    ckpt = measure_torch(lambda: run_segments(layers, x, [(0, 3)]).sum(), weights, repeats=1)
+    assert first["peak"] == plain["peak"]        # cuBLAS's workspace, allocated once, is not the step's
+    # 512 x 256 floats are 524,288 bytes; the allocator rounds the 4-byte loss up to a 512-byte block
+    assert plain["held"] == 4 * 524288 + 512      # each ReLU's output, as on the CPU
+    assert ckpt["held"] == 2 * 524288 + 512
+    assert plain["matmuls"] is None and plain["time"] > 0
+    # the gradients are in the peak (backward frees saved tensors as it goes, so less than held + gradients)
+    assert plain["peak"] >= max(plain["held"], 4 * 256 * 256 * 4)
+    moved = measure_torch(offloaded(lambda: run_segments(layers, x).sum()), weights, repeats=1)
+    assert moved["held"] < plain["held"]          # save_on_cpu moves the saved tensors to host memory
+
+
+def test_gpu_figures_run_here_and_the_recorded_ones_come_from_a_gpu(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from course import gpu_figures
+    out = tmp_path / "figures.json"
+    subprocess.run([sys.executable, "-m", "course.gpu_figures", "--repeats", "1", "--out", str(out)], check=True,
+                   capture_output=True, text=True, timeout=300)
+    mine = json.loads(out.read_text())
+    recorded = gpu_figures.recorded()
+    for figures in (mine, recorded):
+        for model in figures["models"].values():
+            assert set(model["checkpointing"]) >= {"none", "every block", "save_on_cpu (offloading)"}
+            assert all(r["peak_MiB"] > 0 and r["ms"] > 0 for part in ("checkpointing", "precision")
+                       for r in model[part].values())
+    assert "NVIDIA" in recorded["device"] and "cu" in recorded["torch"]
+    table = gpu_figures.report()
+    assert table.startswith("device: NVIDIA") and "every block" in table
