@@ -36,7 +36,7 @@ help:
 	@echo "make student-edition CHAPTER=ch03_vjp_rules DEST=DIR  what a class's students may see up to CHAPTER, ready to push"
 	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
 	@echo "make bench-engine  the reference engine against torch on an MLP step (CPU)"
-	@echo "make bench-grading  students per minute at 1 and 2 jobs, and grading overhead over bare execution"
+	@echo "make bench-grading  the grading command against plain nbgrader, side by side (ch01 and ch05; 1 job and one per core)"
 	@echo "make clean  remove run-time state (.work/); keeps .venv"
 	@echo "make constraints  re-lock constraints.txt from pyproject.toml (uv), for every supported Python"
 	@echo "variables: PYTHON=/path/to/python3.X (one of $(SUPPORTED_PYTHONS)); TORCH=cuda for PyPI's CUDA torch"

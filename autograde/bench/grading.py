@@ -1,16 +1,15 @@
-"""Throughput of the grading command: students per minute with 1 and 2 jobs, and its cost over bare execution.
+"""The grading command's cost against plain nbgrader, measured side by side in one run.
 
-    .venv/bin/python -m autograde.bench.grading [--students N] [--chapter CH] [--jobs 1 2]
+    .venv/bin/python -m autograde.bench.grading [--students N] [--chapters CH ...] [--jobs 1 2] [--bare]
 
-N submissions (the bundled example students, repeated) of one chapter are
-(1) executed bare, one after another, with nbclient in a plain python3 kernel
-(no nbgrader, no sandbox, no hidden tests: what a student's "Run all" costs),
-(2) executed the same way with the hidden tests put back (the cells nbgrader
-runs, without nbgrader), and (3) graded end to end by the grading command (autograde.grader.command:
-generate_assignment, contained autograde, import, feedback, CSV) with each
---jobs value. Prints seconds, students per minute, and the overhead of one
-job over (2): nbgrader's own work plus the containment. A measurement, not a test; the machine's load
-average is printed with it, since other work on the machine skews it.
+N copies of a bundled example notebook (default: alice's, full marks) of one chapter are graded, feedback
+off, (1) by plain nbgrader with its defaults (generate_assignment, then autograde of every student, in its own
+kernel: no containment, no harness, no course checks), started as the grading command starts nbgrader, and
+(2) by the grading command (autograde.grader.command: containment, the harness around every test cell, the
+tampering and file checks, the gradebook import and the CSV) with each --jobs value. Prints the seconds, the
+ratio to (1) and the CPU time. With --bare, also the same notebooks executed with nbclient alone, with and
+without the hidden tests. A measurement, not a test: the load average is printed with it, since other work on
+the machine skews it.
 """
 from __future__ import annotations
 
@@ -25,6 +24,7 @@ from pathlib import Path
 from autograde.build import products as build
 from autograde import notebook as nbk
 from autograde.grader.command import PHASES, grade_all
+from autograde.grader.workspace import Workspace
 
 EXAMPLES = ("alice", "bob", "carol")
 
@@ -37,10 +37,10 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def submissions(chapter: str, n: int, dest: Path) -> Path:
+def submissions(chapter: str, n: int, dest: Path, examples: tuple[str, ...] = EXAMPLES) -> Path:
     """dest/submitted/<student>/<chapter>/<chapter>.ipynb for n students cycling over the examples."""
     for i in range(n):
-        example = EXAMPLES[i % len(EXAMPLES)]
+        example = examples[i % len(examples)]
         folder = dest / "submitted" / f"{example}{i:03d}" / chapter
         folder.mkdir(parents=True)
         shutil.copyfile(build.example_path(example, chapter), folder / f"{chapter}.ipynb")
@@ -58,13 +58,33 @@ def with_hidden_tests(nb, chapter: str):
     return out
 
 
-def bare(chapter: str, n: int, cwd: Path, hidden: bool = False) -> float:
+PLAIN_CONFIG = '''"""Plain nbgrader: its defaults (nbclient's kernel, no sandbox, no harness, no course checks)."""
+c = get_config()  # noqa: F821
+c.CourseDirectory.root = {root!r}
+'''
+
+
+def plain_nbgrader(chapter: str, subs: Path, root: Path) -> float:
+    """Seconds for plain nbgrader (its defaults, no containment) to generate the assignment and autograde every
+    submission, started as the grading command starts it (Workspace.nbgrader)."""
+    ws = Workspace(root)
+    ws.create((chapter,))
+    (ws.root / "nbgrader_config.py").write_text(PLAIN_CONFIG.format(root=str(ws.root)))
+    t0 = time.perf_counter()
+    ws.generate_assignment(chapter)
+    for folder in sorted(subs.iterdir()):
+        ws.submit(folder.name, chapter, folder / chapter / f"{chapter}.ipynb")
+    ws.autograde(chapter)
+    return time.perf_counter() - t0
+
+
+def bare(chapter: str, n: int, cwd: Path, examples: list[str], hidden: bool = False) -> float:
     """Seconds to execute the n notebooks one after another in a plain kernel (with the hidden tests if asked)."""
     from nbclient import NotebookClient
 
     t0 = time.perf_counter()
     for i in range(n):
-        nb = nbk.read(build.example_path(EXAMPLES[i % len(EXAMPLES)], chapter))
+        nb = nbk.read(build.example_path(examples[i % len(examples)], chapter))
         if hidden:
             nb = with_hidden_tests(nb, chapter)
         NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
@@ -72,37 +92,46 @@ def bare(chapter: str, n: int, cwd: Path, hidden: bool = False) -> float:
     return time.perf_counter() - t0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--chapter", default="ch01_chain_rule")
-    parser.add_argument("--students", type=int, default=6)
-    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
-    args = parser.parse_args(argv)
-    n = args.students
-    print(f"{args.chapter}, {n} students, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", flush=True)
+def bench_chapter(chapter: str, n: int, args: argparse.Namespace) -> None:
+    """Plain nbgrader, then the grading command at each --jobs, on n copies of one chapter's notebook."""
+    print(f"{chapter}, {n} students ({', '.join(args.examples)}), feedback off, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as tmp:
         tmp_path = Path(tmp)
-        subs = submissions(args.chapter, n, tmp_path)
-        base = bare(args.chapter, n, tmp_path)
-        print(f"bare execution       {base:7.1f} s  {60 * n / base:6.1f} students/min  "
-              f"({base / n:.1f} s per notebook: the student's Run All)", flush=True)
-        full = bare(args.chapter, n, tmp_path, hidden=True)
-        print(f"bare + hidden tests  {full:7.1f} s  {60 * n / full:6.1f} students/min  "
-              f"({full / n:.1f} s per notebook: the same cells nbgrader runs, in a plain kernel)", flush=True)
-        per_job = {}
+        subs = submissions(chapter, n, tmp_path, tuple(args.examples))
+        if args.bare:
+            base = bare(chapter, n, tmp_path, args.examples)
+            print(f"bare execution       {base:7.1f} s  ({base / n:.1f} s per notebook: the student's Run All)",
+                  flush=True)
+            full = bare(chapter, n, tmp_path, args.examples, hidden=True)
+            print(f"bare + hidden tests  {full:7.1f} s  ({full / n:.1f} s per notebook: the cells nbgrader runs, "
+                  "in a plain kernel)", flush=True)
+        t0, cpu0 = time.perf_counter(), _cpu()
+        plain = plain_nbgrader(chapter, subs, tmp_path / "plain")
+        print(f"plain nbgrader       {plain:7.1f} s  ({plain / n:.1f} s per notebook; its defaults, no containment; "
+              f"CPU {_cpu() - cpu0:.1f} s)", flush=True)
         for jobs in args.jobs:
             t0, cpu0 = time.perf_counter(), _cpu()
-            grade_all(subs, tmp_path / f"ws{jobs}", jobs=jobs, chapters=(args.chapter,), quiet=True)
-            per_job[jobs] = time.perf_counter() - t0
-            cpu = _cpu() - cpu0
-            print(f"grade --jobs {jobs}        {per_job[jobs]:7.1f} s  {60 * n / per_job[jobs]:6.1f} students/min  "
-                  f"({per_job[jobs] / n:.1f} s per notebook; {per_job[jobs] / full:.2f}x bare + hidden tests)", flush=True)
-            print(f"  CPU time {cpu:7.1f} s ({cpu / n:.1f} s per student): on an idle {os.cpu_count()}-core machine "
-                  f"at most {60 * n * (os.cpu_count() or 1) / cpu:.1f} students/min", flush=True)
-            ag = PHASES["autograde"]
-            print(f"  of which autograde {ag:7.1f} s  {60 * n / ag:6.1f} students/min  ({ag / full:.2f}x bare + hidden "
-                  f"tests); setup {PHASES['setup']:.0f} s, feedback {PHASES['feedback']:.0f} s, "
-                  f"export {PHASES['export']:.0f} s", flush=True)
+            grade_all(subs, tmp_path / f"ws{jobs}", jobs=jobs, chapters=(chapter,), quiet=True, feedback=False)
+            took, cpu = time.perf_counter() - t0, _cpu() - cpu0
+            print(f"grade --jobs {jobs}        {took:7.1f} s  = {took / plain:.2f}x plain nbgrader  "
+                  f"({60 * n / took:.1f} students/min; CPU {cpu:.1f} s, {cpu / n:.1f} s per student)", flush=True)
+            print(f"  setup {PHASES['setup']:.1f} s, autograde {PHASES['autograde']:.1f} s, "
+                  f"export {PHASES['export']:.1f} s", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--chapters", nargs="+", default=["ch01_chain_rule", "ch05_grad_modes"])
+    parser.add_argument("--students", type=int, default=6)
+    parser.add_argument("--examples", nargs="+", default=["alice"], choices=EXAMPLES,
+                        help="the example students whose notebooks are copied (default: alice, full marks)")
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, os.cpu_count() or 1])
+    parser.add_argument("--bare", action="store_true", help="also time bare execution, without nbgrader")
+    args = parser.parse_args(argv)
+    n = args.students
+    for chapter in args.chapters:
+        bench_chapter(chapter, n, args)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -100,6 +100,13 @@ except OSError as exc:
     print(f"fork stopped after {children} children: {exc}")
 """
 
+NOTES_FILE = """
+with open("notes.txt", "a") as notes:
+    notes.write("done; check the shapes again tomorrow\\n")
+from pathlib import Path
+print("NOTES:", Path("notes.txt").read_text())
+"""
+
 BIG_FILE = """
 try:
     with open("big.bin", "wb") as f:
@@ -302,6 +309,9 @@ def attacks(chapter: str, targets: tuple[str, ...] = (), port: int = 0) -> list[
                filled, frozenset(), ("files",),
                extra_files=(("torch.py", "raise ImportError('shadowed torch')\n"),
                             ("course/__init__.py", "raise ImportError('shadowed course')\n"))),
+        Attack("notes_file", "an honest student: a correct notebook that keeps notes in a file beside it (nothing "
+                             "for the report; incidents.json keeps the file access)",
+               _append(filled, answer, NOTES_FILE), frozenset(), (), must_print=((answer, "NOTES: done"),)),
         Attack("torch_in_solution", f"{fn} computes its answer with torch at run time (checked by torch, "
                                     "wrapped so the text never says `torch` in the answer cell)",
                _append(filled, answer, TORCH_AT_RUN_TIME.replace("FN", fn)), t1, ("cheating",)),

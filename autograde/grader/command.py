@@ -18,7 +18,9 @@ with its own copy of the gradebook; the results are then imported one student
 at a time, through nbgrader's Gradebook API, into the main gradebook, so no two
 processes ever write to the same SQLite file. Then nbgrader generate_feedback
 (hidden tests removed) and nbgrader export write the feedback and the CSV, and
-the summary table lists each student's scores and incidents in plain words.
+the summary table lists each student's scores and incidents in plain words
+(incidents.json has them all, also those an instructor need not look at: a small
+notes file a notebook wrote in its own folder).
 The submissions themselves are only read.
 
 Every student handed in gets a row in grades.csv: a file that cannot be graded
@@ -425,8 +427,8 @@ def format_summary(results: dict[str, dict[str, Result]], chapters: tuple[str, .
                 row.append("failed" if res.score is None else f"{res.score:g} / {res.max_score:g}")
             got += res.score or 0.0
             maximum += res.max_score
-            count += len(res.incidents)
-            words += [f"{student} {chapter or '(no chapter)'}: {inc.words()}" for inc in res.incidents]
+            count += len(integrity.shown(res.incidents))
+            words += [f"{student} {chapter or '(no chapter)'}: {inc.words()}" for inc in integrity.shown(res.incidents)]
         row += [f"{got:g} / {maximum:g}", f"{100 * got / maximum:.0f}" if maximum else "-", str(count) if count else "none"]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]

@@ -124,8 +124,9 @@ def results(chapter: str, graded, scores: dict, incidents: list[integrity.Incide
                       "output": "\n".join(lost) if lost else "All checks passed."})
     out = {"score": sum(t["score"] for t in tests), "tests": tests, "visibility": "visible",
            "stdout_visibility": "hidden"}
-    if incidents:
-        out["output"] = scrub("The grader noted:\n" + "\n".join(f"- {i.words()}" for i in incidents), chapter)[0]
+    if integrity.shown(incidents):
+        out["output"] = scrub("The grader noted:\n" + "\n".join(f"- {i.words()}" for i in integrity.shown(incidents)),
+                              chapter)[0]
     return out
 
 

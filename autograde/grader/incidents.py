@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from nbformat import NotebookNode
 
@@ -48,18 +48,43 @@ class Incident:
     """what happened, in plain words"""
     costs: tuple[str, ...] = field(default=())
     """grade_ids of the test cells that score 0 because of it (the grader sets them to 0)"""
+    own_files: tuple[str, ...] = field(default=())
+    """files only: the plain file names, written as literals, that are all the cell's file calls name (a notes
+    file beside the notebook); empty when a call names anything else or a computed path"""
+    shown: bool = True
+    """False: kept in incidents.json, left out of the report (an instructor need not look at it)"""
 
     def to_json(self) -> dict:
-        return {**asdict(self), "costs": list(self.costs)}
+        return {**asdict(self), "costs": list(self.costs), "own_files": list(self.own_files)}
 
     @classmethod
     def from_json(cls, data: dict) -> "Incident":
-        return cls(data["kind"], data["cell"], data["text"], tuple(data.get("costs", ())))
+        return cls(data["kind"], data["cell"], data["text"], tuple(data.get("costs", ())),
+                   tuple(data.get("own_files", ())), data.get("shown", True))
 
     def words(self) -> str:
         """One line for a report."""
         cost = f" [scored 0: {', '.join(self.costs)}]" if self.costs else ""
         return f"{self.kind}: {self.text}{cost}"
+
+
+def shown(found: list[Incident]) -> list[Incident]:
+    """The incidents a report lists (the others are in incidents.json only)."""
+    return [i for i in found if i.shown]
+
+
+NOTES_BYTES = 1 << 20
+"""What a notebook may write into its own folder, in all, for its file access to stay out of the report."""
+
+
+def settle_own_files(found: list[Incident], writes: dict | None) -> list[Incident]:
+    """Leave out of the report the file access of cells that name only plain files of their own, when the run
+    bears it out: `writes` (the harness's record, harness.file_writes()) shows every file the notebook wrote
+    inside its own folder, NOTES_BYTES in all at most, and nothing written elsewhere. Without a record (the
+    harness unreachable) every incident stays in the report."""
+    if not writes or writes.get("elsewhere") or writes.get("bytes", NOTES_BYTES + 1) > NOTES_BYTES:
+        return found
+    return [replace(i, shown=False) if i.kind == "files" and i.own_files and i.shown else i for i in found]
 
 
 def stored(nb: NotebookNode) -> list[Incident]:
@@ -71,7 +96,7 @@ def store(nb: NotebookNode, incidents: list[Incident]) -> None:
     """Record incidents in a notebook's metadata (deduplicated, in order)."""
     seen, out = set(), []
     for inc in incidents:
-        key = (inc.kind, inc.cell, inc.text, inc.costs)
+        key = (inc.kind, inc.cell, inc.text, inc.costs, inc.shown)
         if key not in seen:
             seen.add(key)
             out.append(inc.to_json())
@@ -226,6 +251,8 @@ class _Scanner(ast.NodeVisitor):
     def __init__(self) -> None:
         self.modules: dict[str, str] = {}  # local alias -> module
         self.findings: list[str] = []
+        self.own: set[str] = set()      # plain file names the file calls give as literals
+        self.other = False              # a file call that names anything else, or no literal
 
     def _find(self, text: str) -> None:
         if text not in self.findings:
@@ -248,13 +275,45 @@ class _Scanner(ast.NodeVisitor):
             full = self.modules.get(head, head) + ("." + rest if rest else "")
             if name.startswith("get_ipython()") and name.endswith((".system", ".getoutput")):
                 self._find("runs a shell command (!)")
+                self.other = True
             elif full in SHELL_CALLS or full.startswith("subprocess."):
                 self._find(f"runs a shell command ({name})")
+                self.other = True
             elif full.startswith(NETWORK_MODULES):
                 self._find(f"uses the network ({name})")
+                self.other = True
             elif full in FILE_CALLS or full.startswith(("shutil.", "pathlib.")):
                 self._find(f"reads, writes or lists files ({name})")
+                own = _own_file(node) if full in OWN_FILE_CALLS else None
+                if own:
+                    self.own.add(own)
+                elif not _on_own_file(node.func):
+                    self.other = True
         self.generic_visit(node)
+
+
+OWN_FILE_CALLS = {"open", "io.open", "pathlib.Path", "Path"}
+"""The file calls whose literal first argument can name a file of the notebook's own (the others list, move,
+delete or inspect files, or take no name)."""
+NOT_NOTES = (".py", ".pyc", ".pth", ".ipynb", ".db", ".json", ".so")
+"""Suffixes no notes file needs: what Python, Jupyter or the grader read."""
+
+
+def _own_file(call: ast.Call) -> str | None:
+    """The file name a call gives as a plain literal (no folder, not hidden, not a suffix that Python, Jupyter or
+    the grader read), else None."""
+    if not call.args or not isinstance(call.args[0], ast.Constant) or not isinstance(call.args[0].value, str):
+        return None
+    name = call.args[0].value
+    if not name or "/" in name or "\\" in name or name.startswith((".", "~")) or name.lower().endswith(NOT_NOTES):
+        return None
+    return name
+
+
+def _on_own_file(func: ast.AST) -> bool:
+    """A method called on a Path(literal own file) or open(literal own file): Path("notes.txt").write_text(...)."""
+    return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)
+            and _dotted(func.value.func) in OWN_FILE_CALLS | {"pathlib.Path"} and _own_file(func.value) is not None)
 
 
 def python_of(source: str) -> str:
@@ -267,15 +326,21 @@ def python_of(source: str) -> str:
         return source
 
 
-def scan_code(source: str) -> list[str]:
-    """What one cell's code does with files, the network and the shell, in words."""
+def scan(source: str) -> tuple[list[str], tuple[str, ...]]:
+    """What one cell's code does with files, the network and the shell, in words; and the plain file names its
+    file calls give as literals, when those are all they name (else ())."""
     try:
         tree = ast.parse(python_of(source))
     except SyntaxError:
-        return []
+        return [], ()
     scanner = _Scanner()
     scanner.visit(tree)
-    return scanner.findings
+    return scanner.findings, () if scanner.other else tuple(sorted(scanner.own))
+
+
+def scan_code(source: str) -> list[str]:
+    """What one cell's code does with files, the network and the shell, in words."""
+    return scan(source)[0]
 
 
 def defined_names(source: str) -> set[str]:
@@ -315,6 +380,8 @@ def file_access(nb: NotebookNode) -> list[Incident]:
         if cell.cell_type != "code" or nbk.is_test(cell) or (meta.get("locked") and not meta.get("solution")):
             continue
         where = label(cell, i)
-        out += [Incident("network" if text.startswith("uses the network") else "files", where, f"cell {where} {text}")
-                for text in scan_code(cell.source)]
+        findings, own = scan(cell.source)
+        out += [Incident("network", where, f"cell {where} {text}") if text.startswith("uses the network") else
+                Incident("files", where, f"cell {where} {text}",
+                         own_files=own if text.startswith("reads, writes") else ()) for text in findings]
     return out

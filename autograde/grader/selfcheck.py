@@ -131,9 +131,9 @@ def format_report(lines: list[Line], incidents: list[integrity.Incident]) -> str
     waiting = len({ln.exercise for ln in lines if not ln.attempted})
     todo = f" ({waiting} exercise{'s' if waiting != 1 else ''} not attempted yet)" if waiting else ""
     out.append(f"\nTotal: {got:g} / {total:g}{todo}")
-    if incidents:
+    if integrity.shown(incidents):
         out.append("\nThe grader also noted:")
-        out += [f"  - {inc.words()}" for inc in incidents]
+        out += [f"  - {inc.words()}" for inc in integrity.shown(incidents)]
     return "\n".join(out)
 
 

@@ -19,7 +19,9 @@ IPython evaluates without its input transformers, so a student's hook cannot bla
     may not), unless the exercise is about torch;
   * keeps the test cell's own source out of IPython's history and linecache, so student code it calls
     cannot read the hidden tests back;
-- after_test() after it: undoes the swap and the wrappers and reports the torch calls the guard stopped.
+- after_test() after it: undoes the swap and the wrappers and reports the torch calls the guard stopped;
+- file_writes() at the end: where the notebook wrote files (an audit hook, installed by start, sees every open
+  for writing), so that a small notes file in the kernel's own folder stays out of the report.
 Each call returns a JSON string the grader turns into incidents.
 """
 from __future__ import annotations
@@ -28,6 +30,7 @@ import builtins
 import functools
 import json
 import linecache
+import os
 import sys
 import types
 from typing import Any
@@ -115,6 +118,47 @@ def _hook_values(shell) -> dict[str, tuple[Any, str]]:
             "IPython InteractiveTB": (shell, "InteractiveTB")}
 
 
+_WRITTEN: set[str] = set()   # absolute paths the kernel opened for writing since start()
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+def _audit(event: str, args: tuple) -> None:
+    """sys.addaudithook's hook: remember each path opened for writing (never raises, keeps 10,000 at most)."""
+    if event != "open" or len(_WRITTEN) >= 10_000:
+        return
+    try:
+        path, mode, flags = args
+        if (mode and any(c in mode for c in "wax+")) or (not mode and isinstance(flags, int) and flags & _WRITE_FLAGS):
+            if isinstance(path, (str, bytes, os.PathLike)):
+                _WRITTEN.add(os.path.abspath(os.fsdecode(path)))
+    except Exception:  # noqa: BLE001 - an audit hook must never break the code it watches
+        pass
+
+
+def file_writes() -> str:
+    """Where the notebook wrote since start(): the bytes now in the files of the kernel's own folder (tools'
+    caches in its dot-folders left out), and whether it wrote anywhere else (the kernel's private temporary
+    folder and /dev left out: libraries write scratch files there)."""
+    import tempfile
+
+    home = _STATE.get("folder") or os.getcwd()
+    scratch = [os.path.realpath(tempfile.gettempdir()), "/dev"]
+    total, elsewhere = 0, []
+    for path in sorted(_WRITTEN):
+        inside = os.path.commonpath([home, path]) == home
+        if inside and os.path.relpath(path, home).startswith("."):
+            continue                        # .ipython, .config (matplotlib's font cache), .cache
+        if not inside:                      # (without bubblewrap the temporary folder is the kernel's own)
+            if not any(os.path.commonpath([s, os.path.realpath(path)]) == s for s in scratch):
+                elsewhere.append(path)
+            continue
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            pass
+    return json.dumps({"bytes": total, "elsewhere": elsewhere[:20]})
+
+
 def start(blocked: list[str] | tuple[str, ...] = ()) -> str:
     """Remember the state student code may change (import torch now so its attributes are remembered too),
     and block the given reference modules."""
@@ -129,6 +173,10 @@ def start(blocked: list[str] | tuple[str, ...] = ()) -> str:
         pass
     shell = _shell()
     _STATE.clear()
+    _STATE["folder"] = os.getcwd()
+    if not getattr(sys, "_autograde_audit", False):   # a restarted kernel is a new process: installed again
+        sys.addaudithook(_audit)
+        sys._autograde_audit = True
     _STATE["builtins"] = dict(vars(builtins))
     _STATE["lists"] = {name: list(lst) for name, lst in _hook_lists(shell).items()}
     _STATE["values"] = {name: getattr(owner, attr, _MISSING) for name, (owner, attr) in _hook_values(shell).items()}

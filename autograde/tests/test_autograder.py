@@ -254,7 +254,7 @@ def test_attack_scores_exactly(runs, kind, attack):
 def test_attack_is_reported(runs, kind, attack):
     run = runs(kind)
     spec = run.attacks[attack]
-    incidents = run.incidents[spec.student]
+    incidents = integrity.shown(run.incidents[spec.student])   # what the report lists (incidents.json has all)
     kinds = {i.kind for i in incidents}
     for expected in spec.incidents:
         assert expected in kinds, f"{attack}: no '{expected}' incident; got {[i.words() for i in incidents]}"
@@ -305,6 +305,15 @@ def test_kernel_is_not_root_and_sees_only_its_folder(run):
 
 def test_report_says_how_kernels_were_contained(run):
     assert "Containment: bubblewrap" in run.report
+
+
+def test_a_notes_file_stays_out_of_the_report_and_in_incidents_json(run):
+    found = run.incidents["notes_file"]
+    assert found and all(i.kind == "files" and not i.shown and i.own_files == ("notes.txt",) for i in found), found
+    row = next(ln for ln in run.report.splitlines() if ln.startswith("notes_file "))
+    assert row.split()[-1] == "none" and "notes_file " + CH not in run.report, row
+    # the same literal name, written big, is reported: the run decides, not the name
+    assert any(i.shown and i.own_files == ("big.bin",) for i in run.incidents["big_file"]), run.incidents["big_file"]
 
 
 def test_clean_submissions_have_no_incidents(run):
@@ -481,6 +490,34 @@ def test_scan_notes_file_and_shell_access(code, finding):
 ])
 def test_scan_accepts_code_that_is_judged_at_run_time(code):
     assert integrity.scan_code(code) == []
+
+
+@pytest.mark.parametrize("code,own", [
+    ('with open("notes.txt", "w") as f:\n    f.write("x")', ("notes.txt",)),
+    ('from pathlib import Path\nPath("notes.md").write_text("a")\nprint(Path("notes.md").read_text())', ("notes.md",)),
+    ('open("../gradebook.db")', ()),
+    ('open("/etc/passwd")', ()),
+    ('open(".bashrc", "a")', ()),
+    ('open("helper.py", "w")', ()),               # Python would import it
+    ('open(name, "w")', ()),                      # a computed path
+    ('import os\nos.listdir(".")', ()),
+    ('open("n.txt", "w")\nimport glob\nglob.glob("*")', ()),
+    ('open("n.txt", "w")\nimport os\nos.system("ls")', ()),
+])
+def test_scan_names_the_plain_files_a_cell_keeps_beside_it(code, own):
+    assert integrity.scan(code)[1] == own
+
+
+def test_own_files_leave_the_report_only_when_the_run_wrote_little_and_only_in_its_folder():
+    notes = integrity.Incident("files", "c1", "cell c1 reads, writes or lists files (open)", own_files=("n.txt",))
+    listing = integrity.Incident("files", "c2", "cell c2 reads, writes or lists files (os.listdir)")
+    settle = integrity.settle_own_files
+    assert [i.shown for i in settle([notes, listing], {"bytes": 120, "elsewhere": []})] == [False, True]
+    assert settle([notes], {"bytes": integrity.NOTES_BYTES + 1, "elsewhere": []}) == [notes]
+    assert settle([notes], {"bytes": 120, "elsewhere": ["/tmp/x"]}) == [notes]
+    assert settle([notes], None) == [notes]       # the harness could not say: reported
+    hidden = settle([notes], {"bytes": 0, "elsewhere": []})[0]
+    assert integrity.Incident.from_json(hidden.to_json()) == hidden and integrity.shown([hidden]) == []
 
 
 # -- self-check and Gradescope: one real submission each ------------------------------

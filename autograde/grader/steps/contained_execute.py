@@ -78,6 +78,8 @@ class SandboxedExecute(Execute):
         self._plans = plans(chapter, isolate=self.isolate) if chapter else {}
         self._blocked = blocked_references(chapter)
         self._hooks: dict[str, str] = {}  # what a student's hook changed -> the first test cell it was undone before
+        self._writes: dict | None = None   # where the notebook wrote files, asked after its last code cell
+        self._last = max((i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()), default=-1)
         try:
             return super().preprocess(nb, resources, km)
         finally:
@@ -87,6 +89,14 @@ class SandboxedExecute(Execute):
                     "hook", first, "the notebook changed how later cells run (" + ", ".join(self._hooks) + "); "
                                    "the grader undid it before every test cell, so it changed no score"))
             incidents.add(nb, self._incidents)
+            incidents.store(nb, incidents.settle_own_files(incidents.stored(nb), self._writes))
+
+    def _file_writes(self) -> dict | None:
+        """The harness's record of where the notebook wrote files (None when the kernel cannot say)."""
+        try:
+            return self._call(f"{_HARNESS}.file_writes()")
+        except Exception:  # noqa: BLE001 - without a record every file incident stays in the report
+            return None
 
     def _cell_timeout(self, cell: NotebookNode) -> int:
         remaining = int(self._deadline - monotonic()) + 1
@@ -186,6 +196,8 @@ class SandboxedExecute(Execute):
             except Exception:  # noqa: BLE001 - the next test cell's before_test undoes the swap too
                 pass
         self._after(cell, index, where)
+        if index == self._last:
+            self._writes = self._file_writes()
         return cell, resources
 
     def _after(self, cell: NotebookNode, index: int, where: str) -> None:
