@@ -107,7 +107,7 @@ test-exhaustive: $(STAMP)
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=path/to/submitted-or-folder-or.zip [JOBS=2]"; exit 2; }
 	$(PY) -m autograde.build --if-stale
-	autograde/grade "$(SUBMISSIONS)" --jobs $(or $(JOBS),1) $(if $(WEAK),--weak-containment)
+	autograde/grade "$(SUBMISSIONS)" $(if $(JOBS),--jobs $(JOBS)) $(if $(WEAK),--weak-containment)
 
 selfcheck: $(STAMP)
 	@test -n "$(NB)" || { echo "usage: make selfcheck NB=path/to/chapter.ipynb"; exit 2; }

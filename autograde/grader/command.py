@@ -527,7 +527,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("submissions", type=Path, help="submitted/ folder, folder of notebooks, or .zip")
     parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE,
                         help=f"nbgrader course folder for the gradebook, feedback and CSV (default {DEFAULT_WORKSPACE})")
-    parser.add_argument("--jobs", "-j", type=int, default=1, help="students graded in parallel (default 1)")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    parser.add_argument("--jobs", "-j", type=int, default=cores,
+                        help=f"students graded in parallel (default: one per core, {cores} here)")
     parser.add_argument("--chapter", action="append", dest="chapters", help="grade only this chapter (repeatable)")
     parser.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, help=f"seconds per cell (default {CELL_TIMEOUT})")
     parser.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT,
@@ -538,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="where bubblewrap cannot run, grade anyway with kernels contained only by a fresh folder "
                              "and resource limits (they can read what you can; the report says so)")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     try:
         _, report = grade_all(args.submissions, args.workspace, args.jobs, tuple(args.chapters or ()) or None,
                               args.cell_timeout, args.notebook_timeout, args.quiet, not args.no_feedback,

@@ -336,6 +336,12 @@ def test_feedback_and_csv_written(run):
                for a in run.attacks.values() if a.graded)
 
 
+def test_csv_is_what_nbgrader_export_writes(run, tmp_path):
+    """grades.csv comes from nbgrader's export plugin in the grading process: the same file as the command's."""
+    run.ws.nbgrader("export", f"--to={tmp_path / 'cli.csv'}", log="export-check")
+    assert (run.ws.root / "grades.csv").read_text() == (tmp_path / "cli.csv").read_text()
+
+
 def test_integrity_errors_named_in_feedback(run):
     page = (run.ws.root / "feedback" / "reference_imported" / CH / f"{CH}.html").read_text()
     assert "AutograderIntegrityError" in page and "reference solution" in page
