@@ -56,7 +56,7 @@ class Attack:
         """The student id the grading command gives this submission."""
         if self.zip_name is None:
             return self.name
-        from autograde.grader.command import safe_id
+        from autograde.grader.submissions import safe_id
 
         return safe_id(self.zip_name.decode("cp437"))  # zip names not valid UTF-8 are read as cp437
 

@@ -532,6 +532,20 @@ class SandboxKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources  # type: ignore[assignment]
 
 
+class ContainmentError(RuntimeError):
+    """Bubblewrap cannot run here and weak containment was not accepted."""
+
+
+def check_containment(weak_accepted: bool) -> bool:
+    """Whether kernels will be weakly contained; ContainmentError (one line naming the fix) if that was not accepted."""
+    if bwrap_problem() is None:
+        return False
+    if not weak_accepted:
+        raise ContainmentError(refusal())
+    print(f"warning: {describe(True)}", file=sys.stderr)
+    return True
+
+
 def describe(weak: bool) -> str:
     """One line for a report: how the kernels were contained."""
     if not weak:

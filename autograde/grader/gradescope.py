@@ -37,12 +37,12 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from autograde.grader import command as grading
+from autograde.grader.containment import ContainmentError, check_containment
+from autograde.grader.core import grade_one
 from autograde.grader import incidents as integrity
 from autograde import notebook as nbk
 from autograde.grader.secrets import scrub
 from autograde.grader.selfcheck import messages
-from autograde.grader.workspace import NbgraderError, Workspace
 
 REPO = nbk.REPO
 STUDENT = "student"
@@ -137,8 +137,8 @@ def run(root: Path, chapter: str, weak_containment: bool = False) -> dict:
     notebooks = sorted((root / "submission").rglob("*.ipynb"))
     chosen = next((p for p in notebooks if p.name == f"{chapter}.ipynb"), notebooks[0] if notebooks else None)
     try:
-        weak = grading.check_containment(weak_containment)
-    except grading.ContainmentError as exc:
+        weak = check_containment(weak_containment)
+    except ContainmentError as exc:
         print(exc, file=sys.stderr)
         weak, chosen = False, None
         data = {"score": 0, "tests": [], "output": "The autograder could not run here, nothing was graded: "
@@ -148,21 +148,15 @@ def run(root: Path, chapter: str, weak_containment: bool = False) -> dict:
         data = {"score": 0, "output": f"No notebook found in the submission: upload {chapter}.ipynb.", "tests": []}
     if chosen is not None:
         with tempfile.TemporaryDirectory(prefix="gradescope-") as tmp:
-            ws = Workspace(Path(tmp) / "ws", extra_args=("--SandboxKernelManager.weak_containment=True",) if weak else ())
-            ws.create((chapter,))
-            ws.generate_assignment(chapter)
-            ws.submit(STUDENT, chapter, chosen)
-            try:
-                ws.autograde(chapter)
-            except NbgraderError as exc:
-                print(exc, file=sys.stderr)
-            path = ws.root / "autograded" / STUDENT / chapter / f"{chapter}.ipynb"
-            if path.exists():
-                graded = nbk.read(path)
-                data = results(chapter, graded, ws.cell_scores(chapter).get(STUDENT, {}), integrity.stored(graded))
-            else:
-                data = {"score": 0, "tests": [], "output": "The notebook could not be graded (is it a valid "
-                                                           f"{chapter} notebook?). Download it again and resubmit."}
+            graded = grade_one(chosen, chapter, Path(tmp) / "ws",
+                               ("--SandboxKernelManager.weak_containment=True",) if weak else (), STUDENT)
+        if graded.error is not None:
+            print(graded.error, file=sys.stderr)
+        if graded.notebook is not None:
+            data = results(chapter, graded.notebook, graded.scores, graded.incidents)
+        else:
+            data = {"score": 0, "tests": [], "output": "The notebook could not be graded (is it a valid "
+                                                       f"{chapter} notebook?). Download it again and resubmit."}
     (root / "results" / "results.json").write_text(json.dumps(data, indent=1) + "\n")
     return data
 

@@ -21,13 +21,16 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograde.grader import command as grading
+from autograde.grader.containment import ContainmentError, check_containment
+from autograde.grader.core import grade_one
+from autograde.grader.limits import LIMITS
+from autograde.grader.submissions import available_chapters, detect_chapter, read_submission
 
 from autograde.grader import incidents as integrity
 from autograde import notebook as nbk
 from autograde.grader.secrets import scrub
 from autograde.paths import release_path
-from autograde.grader.workspace import NbgraderError, Workspace
+from autograde.grader.workspace import NbgraderError
 
 STUDENT = "me"
 NOT_ATTEMPTED = "not attempted yet"
@@ -73,31 +76,28 @@ def messages(nb, chapter: str) -> dict[str, str]:
     return {gid: scrub(text, chapter)[0] for gid, text in out.items()}
 
 
-def check(path: Path, chapter: str | None = None, cell_timeout: int = grading.CELL_TIMEOUT,
-          notebook_timeout: int = grading.NOTEBOOK_TIMEOUT,
+def check(path: Path, chapter: str | None = None, cell_timeout: int = LIMITS.cell_seconds,
+          notebook_timeout: int = LIMITS.notebook_seconds,
           weak_containment: bool = False) -> tuple[list[Line], list[integrity.Incident]]:
     """Autograde one notebook in a scratch workspace; per test cell, score and message, and the incidents.
 
-    Raises grading.ContainmentError when bubblewrap cannot run here and weak containment was not accepted.
+    Raises ContainmentError when bubblewrap cannot run here and weak containment was not accepted.
     """
-    weak = grading.check_containment(weak_containment)
-    chapters = grading.available_chapters()
-    nb, why = grading.read_submission(Path(path))
+    weak = check_containment(weak_containment)
+    chapters = available_chapters()
+    nb, why = read_submission(Path(path))
     if why:
         raise ValueError(f"{path}: {why}")
-    chapter = chapter or grading.detect_chapter(nb, chapters, Path(path).name)
+    chapter = chapter or detect_chapter(nb, chapters, Path(path).name)
     if chapter is None:
         raise ValueError(f"{path} is not a notebook of any chapter ({', '.join(chapters)})")
     with tempfile.TemporaryDirectory(prefix="selfcheck-") as tmp:
-        ws = Workspace(Path(tmp) / "ws", extra_args=(f"--Execute.timeout={cell_timeout}",
-                                                    f"--SandboxedExecute.notebook_timeout={notebook_timeout}",
-                                                    *(["--SandboxKernelManager.weak_containment=True"] if weak else [])))
-        ws.create((chapter,))
-        ws.generate_assignment(chapter)
-        ws.submit(STUDENT, chapter, Path(path))
-        ws.autograde(chapter)
-        scores = ws.cell_scores(chapter)[STUDENT]
-        graded = nbk.read(ws.root / "autograded" / STUDENT / chapter / f"{chapter}.ipynb")
+        result = grade_one(Path(path), chapter, Path(tmp) / "ws", (
+            f"--Execute.timeout={cell_timeout}", f"--SandboxedExecute.notebook_timeout={notebook_timeout}",
+            *(["--SandboxKernelManager.weak_containment=True"] if weak else [])), STUDENT)
+    if result.error is not None:
+        raise result.error
+    scores, graded = result.scores, result.notebook
     said = messages(graded, chapter)
     untouched = untouched_answers(nbk.read(Path(path)), nbk.read(release_path(chapter)))
     answers_of = nbk.exercises(graded)
@@ -116,7 +116,7 @@ def check(path: Path, chapter: str | None = None, cell_timeout: int = grading.CE
             message = said.get(gid, "no points (no message)") if attempted else NOT_ATTEMPTED
         lines.append(Line(owner.get(gid, chapter), gid, s.score, s.max_score, message, attempted))
     order = {nbk.grade_id(c): i for i, c in enumerate(graded.cells)}
-    return sorted(lines, key=lambda ln: order.get(ln.test, 0)), integrity.stored(graded)
+    return sorted(lines, key=lambda ln: order.get(ln.test, 0)), result.incidents
 
 
 def format_report(lines: list[Line], incidents: list[integrity.Incident]) -> str:
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograde.grader.selfcheck", description=__doc__.split("\n")[0])
     parser.add_argument("notebook", type=Path)
     parser.add_argument("--chapter", help="chapter id (default: recognised from the notebook)")
-    parser.add_argument("--cell-timeout", type=int, default=grading.CELL_TIMEOUT)
+    parser.add_argument("--cell-timeout", type=int, default=LIMITS.cell_seconds)
     parser.add_argument("--weak-containment", action="store_true",
                         help="where bubblewrap cannot run (e.g. Binder), run your notebook anyway with only a fresh "
                              "folder and resource limits around it")
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         lines, incidents = check(args.notebook, args.chapter, args.cell_timeout,
                                  weak_containment=args.weak_containment)
-    except (ValueError, NbgraderError, grading.ContainmentError) as exc:
+    except (ValueError, NbgraderError, ContainmentError) as exc:
         print(exc, file=sys.stderr)
         return 2
     print(format_report(lines, incidents))

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,44 +177,3 @@ class Workspace:
                         continue
                     out.setdefault(student.id, {})[chapter] = CellScore(float(sub.score), float(sub.max_score))
         return out
-
-
-@dataclass(frozen=True)
-class Submission:
-    """A student's notebook and any other files they handed in beside it."""
-
-    notebook: NotebookNode | Path
-    extra_files: tuple[tuple[str, str], ...] = ()
-
-
-def grade_in_parallel(root: Path, chapter: str, submissions: dict[str, Submission],
-                      jobs: int = 2, extra_args: tuple[str, ...] = ()) -> dict[str, dict[str, CellScore]]:
-    """Autograde many students of one chapter, split over `jobs` workspaces (each its own gradebook).
-
-    nbgrader's gradebook is one SQLite file per workspace, so parallel workers
-    never share one; the per-cell scores are merged afterwards.
-    """
-    students = sorted(submissions)
-    shards = [students[i::jobs] for i in range(jobs)]
-    shards = [s for s in shards if s]
-
-    first = Workspace(Path(root) / "shard0", extra_args=extra_args)
-    first.create((chapter,))
-    first.generate_assignment(chapter)  # once: the other shards start from a copy of its gradebook
-
-    def run(index: int) -> dict[str, dict[str, CellScore]]:
-        ws = Workspace(Path(root) / f"shard{index}", extra_args=extra_args)
-        if index:
-            ws.create((chapter,))
-            shutil.copyfile(first.root / "gradebook.db", ws.root / "gradebook.db")
-        for student in shards[index]:
-            sub = submissions[student]
-            ws.submit(student, chapter, sub.notebook, dict(sub.extra_files))
-        ws.autograde(chapter)
-        return ws.cell_scores(chapter)
-
-    merged: dict[str, dict[str, CellScore]] = {}
-    with ThreadPoolExecutor(max_workers=len(shards)) as pool:
-        for result in pool.map(run, range(len(shards))):
-            merged.update(result)
-    return merged

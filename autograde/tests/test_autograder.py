@@ -29,6 +29,7 @@ import pytest
 
 from autograde.corpus import attacks as corpus
 from autograde.grader import command as grading
+from autograde.grader import submissions
 from autograde.grader import containment
 from autograde.grader import incidents as integrity
 from autograde import notebook as nbk
@@ -386,14 +387,14 @@ def test_collect_reads_loose_notebooks_and_zips(tmp_path):
     shutil.copyfile(example, loose / "bob.ipynb")
     shutil.copyfile(example, loose / "carol" / f"{CH}.ipynb")
     (loose / "notes.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    found = grading.collect(loose, (CH,), tmp_path / "scratch")
+    found = submissions.collect(loose, (CH,), tmp_path / "scratch").found
     assert sorted(found[CH]) == ["alice", "bob", "carol"]
     archive = tmp_path / "download.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         for p in loose.rglob("*.ipynb"):
             zf.write(p, p.relative_to(loose))
         zf.writestr("../escape.ipynb", "{}")
-    found = grading.collect(archive, (CH,), tmp_path / "scratch")
+    found = submissions.collect(archive, (CH,), tmp_path / "scratch").found
     assert sorted(found[CH]) == ["alice", "bob", "carol"]
     assert not (tmp_path / "escape.ipynb").exists()
 
@@ -413,11 +414,11 @@ def test_collect_tells_every_student_and_why_not(tmp_path):
         zf.writestr(f"Course export/Ren\u00e9e_{CH}.ipynb", example)
         zf.writestr(f"Course export/dave_{CH}.ipynb", "my notebook would not save")
         zf.writestr(f"Course export/erin_{CH}.ipynb", "")
-    found = grading.collect(archive, (CH,), tmp_path / "scratch")
-    jose = grading.safe_id("Jos\u0398")  # the name read as cp437
-    assert sorted(found[CH]) == sorted(["alice", "bob", "Renee", jose]) and jose.startswith("Jos-")
-    assert sorted(grading.UNGRADABLE[CH]) == ["dave", "erin"]
-    assert "not a valid notebook" in grading.UNGRADABLE[CH]["dave"] and "empty" in grading.UNGRADABLE[CH]["erin"]
+    collected = submissions.collect(archive, (CH,), tmp_path / "scratch")
+    jose = submissions.safe_id("Jos\u0398")  # the name read as cp437
+    assert sorted(collected.found[CH]) == sorted(["alice", "bob", "Renee", jose]) and jose.startswith("Jos-")
+    assert sorted(collected.ungradable[CH]) == ["dave", "erin"]
+    assert "not a valid notebook" in collected.ungradable[CH]["dave"] and "empty" in collected.ungradable[CH]["erin"]
 
 
 def _no_userns_bwrap(tmp_path) -> str:

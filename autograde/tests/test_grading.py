@@ -26,7 +26,7 @@ from autograde.build import catalogue as mut
 from autograde.build.examples import example_losses
 from autograde import notebook as nbk
 from autograde.build.verdicts import regions, share
-from autograde.grader.workspace import Submission, grade_in_parallel
+from autograde.grader.core import Submission, grade_in_parallel
 
 from .conftest import catalogue, source, graded_test_cells
 

@@ -1,0 +1,250 @@
+"""The grading pipeline of one chapter, which every entry point runs: nbgrader autograde over job workspaces
+(each its own gradebook copy), the results imported one student at a time into the main gradebook through
+nbgrader's Gradebook API, and one Result per student (score and incidents).
+
+`grade_one` is the same pipeline for one notebook in a scratch workspace (the self-check and the Gradescope
+runner).
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbformat import NotebookNode
+from tqdm import tqdm
+
+from autograde import notebook as nbk
+from autograde.grader import incidents as integrity
+from autograde.grader.limits import LIMITS
+from autograde.grader.workspace import CellScore, NbgraderError, Workspace
+
+
+@dataclass
+class Result:
+    """One student's outcome for one chapter."""
+
+    score: float | None
+    max_score: float
+    incidents: list[integrity.Incident] = field(default_factory=list)
+
+
+class Progress:
+    """tqdm's progress bar on stderr for one chapter, advanced by the 'Autograding' lines nbgrader writes to each
+    job's log (nbgrader reports no progress of its own; the jobs run in other processes)."""
+
+    def __init__(self, label: str, total: int, logs: list[Path], quiet: bool = False) -> None:
+        self.total, self.logs = total, logs
+        # mininterval: in a log file (no terminal) one line per change, not a redraw every 0.1 s
+        self.bar = tqdm(total=total, desc=f"[{label}]", unit="student", file=sys.stderr, disable=quiet,
+                        mininterval=0.5 if sys.stderr.isatty() else 5.0, dynamic_ncols=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def count(self) -> int:
+        """Students whose grading has started, in all jobs."""
+        done = 0
+        for log in self.logs:
+            try:
+                done += log.read_text(errors="replace").count("] Autograding ")
+            except OSError:
+                pass
+        return done
+
+    def _show(self, finished: int) -> None:
+        finished = min(finished, self.total)
+        if finished > self.bar.n:
+            self.bar.update(finished - self.bar.n)
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            self._show(max(0, self.count() - 1))  # the one being graded now is not finished
+
+    def __enter__(self) -> "Progress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._show(self.total)
+        self.bar.close()
+
+
+def _autograde_job(ws: Workspace, chapter: str, timeout: float) -> str | None:
+    """nbgrader autograde in one job workspace; the error text when it reports one."""
+    try:
+        ws.autograde(chapter, timeout=timeout)
+    except NbgraderError as error:
+        return error.errors
+    return None
+
+
+def _import_results(main: Workspace, job: Workspace, chapter: str, students: list[str]) -> list[str]:
+    """Copy a job's autograded notebooks and grades into the main workspace; return the students it has no grades for."""
+    import warnings
+
+    from nbgrader.api import Gradebook, MissingEntry
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own autoflush notes on new submissions
+    missing = []
+    with Gradebook(main.db_url) as gb, Gradebook(job.db_url) as jg:
+        for student in students:
+            try:
+                graded = jg.find_submission(chapter, student)
+            except MissingEntry:
+                graded = None
+            src = job.root / "autograded" / student / chapter
+            dest = main.root / "autograded" / student / chapter
+            if dest.exists():
+                shutil.rmtree(dest)
+            if graded is None or not src.exists():
+                missing.append(student)
+                continue
+            shutil.copytree(src, dest)
+            gb.update_or_create_student(student)
+            gb.update_or_create_submission(chapter, student, timestamp=graded.timestamp)
+            for notebook in graded.notebooks:
+                for grade in notebook.grades:
+                    mine = gb.find_grade(grade.name, notebook.name, chapter, student)
+                    mine.auto_score = grade.auto_score
+                    mine.needs_manual_grade = mine.manual_score is not None or grade.auto_score is None
+                for comment in notebook.comments:
+                    gb.find_comment(comment.name, notebook.name, chapter, student).auto_comment = comment.auto_comment
+            gb.db.commit()
+    return missing
+
+
+def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], jobs: int,
+                  notebook_timeout: float, quiet: bool = False,
+                  ignored: dict[Path, tuple[str, ...]] | None = None) -> dict[str, Result]:
+    """Autograde every submission of one chapter over `jobs` job workspaces and import the results."""
+    students = sorted(submissions)
+    if not students:
+        return {}
+    shards = [s for s in (students[i::jobs] for i in range(max(1, jobs))) if s]
+    job_spaces: list[Workspace] = []
+    for k, shard in enumerate(shards):
+        job = Workspace(main.root / "jobs" / f"{chapter}-{k}", extra_args=main.extra_args)
+        if job.root.exists():
+            shutil.rmtree(job.root)
+        job.create((chapter,))
+        shutil.copyfile(main.root / "gradebook.db", job.root / "gradebook.db")  # the assignment, as generated
+        for student in shard:
+            sub = submissions[student]
+            dest = job.root / "submitted" / student / chapter
+            dest.mkdir(parents=True)
+            shutil.copyfile(sub, dest / f"{chapter}.ipynb")  # the notebook only: nothing handed in beside it
+            if (sub.parent / "timestamp.txt").is_file():
+                shutil.copyfile(sub.parent / "timestamp.txt", dest / "timestamp.txt")
+        job_spaces.append(job)
+    errors: dict[int, str | None] = {}
+
+    def run(k: int) -> None:
+        budget = len(shards[k]) * (notebook_timeout + 60) + 300
+        errors[k] = _autograde_job(job_spaces[k], chapter, budget)
+
+    with Progress(chapter, len(students), [j.logs / f"autograde-{chapter}.log" for j in job_spaces], quiet):
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(len(shards))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    results: dict[str, Result] = {}
+    for k, shard in enumerate(shards):
+        for student in _import_results(main, job_spaces[k], chapter, shard):
+            why = errors.get(k) or "nbgrader wrote no grades"
+            results[student] = Result(None, 0.0, [integrity.Incident(
+                "failed", chapter, f"the notebook could not be graded (see {job_spaces[k].logs}): {why.splitlines()[-1][:200]}")])
+        # keep the submitted copy in the main workspace, for nbgrader commands run there by hand
+        for student in shard:
+            src = job_spaces[k].root / "submitted" / student / chapter
+            dest = main.root / "submitted" / student / chapter
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(src, dest)
+    for student in students:
+        if student not in results:
+            results[student] = Result(None, 0.0, incidents_of(main, chapter, student))
+        extras = (ignored or {}).get(submissions[student])
+        if extras:
+            results[student].incidents.insert(0, integrity.Incident(
+                "files", chapter, f"files handed in beside the notebook were ignored: {', '.join(extras)}"))
+    return results
+
+
+def incidents_of(ws: Workspace, chapter: str, student: str) -> list[integrity.Incident]:
+    """The incidents recorded in a student's autograded notebook."""
+    path = ws.root / "autograded" / student / chapter / f"{chapter}.ipynb"
+    return integrity.stored(nbk.read(path)) if path.exists() else []
+
+
+def fill_scores(ws: Workspace, chapter: str, results: dict[str, Result]) -> None:
+    """Scores from the main gradebook; every student in results is in it (so in grades.csv), with 0 if not graded."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(ws.db_url) as gb:
+        maximum = float(gb.find_assignment(chapter).max_score)
+        for student, res in results.items():
+            gb.update_or_create_student(student)
+            res.max_score = maximum
+            try:
+                res.score = float(gb.find_submission(chapter, student).score)
+            except MissingEntry:
+                res.score = None
+
+
+@dataclass
+class GradedNotebook:
+    """One notebook graded alone: per test cell its score, the autograded notebook (None when nbgrader wrote
+    none), the incidents, and nbgrader's failure if it reported one."""
+
+    scores: dict[str, CellScore]
+    notebook: NotebookNode | None
+    incidents: list[integrity.Incident]
+    error: NbgraderError | None = None
+
+
+def grade_one(path: Path, chapter: str, root: Path, extra_args: tuple[str, ...] = (),
+              student: str = "student") -> GradedNotebook:
+    """Autograde one notebook of `chapter` in a fresh workspace at `root`: generate the assignment, submit,
+    autograde, and read back what nbgrader wrote (the self-check and the Gradescope runner)."""
+    ws = Workspace(root, extra_args=extra_args)
+    ws.create((chapter,))
+    ws.generate_assignment(chapter)
+    ws.submit(student, chapter, Path(path))
+    error = None
+    try:
+        ws.autograde(chapter)
+    except NbgraderError as exc:
+        error = exc
+    graded_path = ws.root / "autograded" / student / chapter / f"{chapter}.ipynb"
+    graded = nbk.read(graded_path) if graded_path.exists() else None
+    return GradedNotebook(ws.cell_scores(chapter).get(student, {}), graded,
+                          integrity.stored(graded) if graded is not None else [], error)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A student's notebook and any other files they handed in beside it (as the grading command does, those
+    are not copied for grading)."""
+
+    notebook: NotebookNode | Path
+    extra_files: tuple[tuple[str, str], ...] = ()
+
+
+def grade_in_parallel(root: Path, chapter: str, submissions: dict[str, Submission],
+                      jobs: int = 2, extra_args: tuple[str, ...] = ()) -> dict[str, dict[str, CellScore]]:
+    """Grade many notebooks of one chapter the way the grading command does (grade_chapter over `jobs` job
+    workspaces, imported into one main gradebook under root); per student, per test cell, the score."""
+    main = Workspace(Path(root) / "main", extra_args=extra_args)
+    main.create((chapter,))
+    main.generate_assignment(chapter)
+    paths = {}
+    for student, sub in submissions.items():
+        paths[student] = main.submit(student, chapter, sub.notebook, dict(sub.extra_files))
+    grade_chapter(main, chapter, paths, jobs, LIMITS.notebook_seconds, quiet=True)
+    return main.cell_scores(chapter)
