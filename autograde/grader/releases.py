@@ -27,9 +27,10 @@ def record_path(chapter: str) -> Path:
     return FOLDER / f"{chapter}.json"
 
 
-def load(chapter: str) -> EarlierReleases:
-    """The recorded earlier releases of a chapter (none when nothing was recorded)."""
-    path = record_path(chapter)
+def load(chapter: str, folder: Path | None = None) -> EarlierReleases:
+    """The recorded earlier releases of a chapter (none when nothing was recorded), from `folder` (a grading
+    workspace's copy) or the repository's record."""
+    path = record_path(chapter) if folder is None else Path(folder) / f"{chapter}.json"
     if not chapter or not path.exists():
         return EarlierReleases()
     return EarlierReleases(tuple(json.loads(path.read_text()).get("releases", ())))

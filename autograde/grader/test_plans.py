@@ -11,6 +11,7 @@ Never from the submission (a student may edit anything in it): the plan for a te
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from course import CHAPTERS
 
@@ -30,9 +31,10 @@ class TestPlan:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
-def plans(chapter: str, isolate: bool = True) -> dict[str, TestPlan]:
-    """Per test cell (grade_id) of a chapter, its plan; {} for a chapter without a source notebook."""
-    path = nbk.REPO / "source" / chapter / f"{chapter}.ipynb"
+def plans(chapter: str, isolate: bool = True, root: Path | None = None) -> dict[str, TestPlan]:
+    """Per test cell (grade_id) of a chapter, its plan, from the source notebook under `root` (a grading
+    workspace; default the repository); {} for a chapter without one."""
+    path = (nbk.REPO if root is None else Path(root)) / "source" / chapter / f"{chapter}.ipynb"
     if not path.exists():
         return {}
     source = nbk.read(path)

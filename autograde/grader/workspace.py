@@ -17,12 +17,25 @@ from pathlib import Path
 from nbformat import NotebookNode
 
 from autograde import notebook as nbk
+from autograde.grader import releases
 
 CONFIG_TEMPLATE = '''"""nbgrader settings for this workspace: the course's own, with this folder as the root."""
 c = get_config()  # noqa: F821
 load_subconfig({repo_config!r})  # noqa: F821
 c.CourseDirectory.root = {root!r}
 '''
+
+
+RELEASES = "earlier_releases"
+"""The workspace's copy of autograde/releases/<chapter>.json: a grading step reads the workspace, not the repository."""
+
+
+def course_file(resources: dict, *parts: str) -> Path:
+    """A file of the workspace nbgrader is grading in, for a step: its course root is where the gradebook is
+    (resources["nbgrader"]["db_url"], sqlite:///<root>/gradebook.db), else the current folder."""
+    url = (resources or {}).get("nbgrader", {}).get("db_url", "")
+    root = Path(url[len("sqlite:///"):]).parent if url.startswith("sqlite:///") else Path.cwd()
+    return root.joinpath(*parts)
 
 
 class NbgraderError(RuntimeError):
@@ -64,6 +77,10 @@ class Workspace:
             dest = self.root / "source" / chapter
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest / src.name)
+            record = releases.record_path(chapter)   # what earlier releases handed out, for the grading steps
+            if record.exists():
+                (self.root / RELEASES).mkdir(exist_ok=True)
+                shutil.copyfile(record, self.root / RELEASES / record.name)
 
     def nbgrader(self, *args: str, log: str, timeout: float | None = None) -> None:
         """Run one nbgrader command in this workspace (stopped after `timeout` seconds if given); raise

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from autograde.corpus import attacks as corpus
+from course import CHAPTERS
 from autograde.grader import command as grading
 from autograde.grader import submissions
 from autograde.grader import containment
@@ -376,6 +377,22 @@ def test_regrading_with_one_job_gives_the_same_gradebook(run, tmp_path):
     grading.grade_all(subset, run.ws.root, jobs=1, chapters=(CH,), cell_timeout=CELL_TIMEOUT,
                       notebook_timeout=grading.NOTEBOOK_TIMEOUT, quiet=True, feedback=False)
     assert run.ws.cell_scores(CH) == first
+
+
+# -- the workspace holds what its steps read ----------------------------------------
+def test_grading_steps_read_the_workspace_not_the_repository(tmp_path):
+    from autograde.grader import releases
+    from autograde.grader.workspace import RELEASES, Workspace, course_file
+
+    chapter = next(ch for ch in CHAPTERS if releases.record_path(ch).exists())   # a chapter with earlier releases
+    ws = Workspace(tmp_path / "ws")
+    ws.create((chapter,))
+    resources = {"nbgrader": {"assignment": chapter, "db_url": ws.db_url}}
+    assert course_file(resources, "source") == ws.root / "source"
+    copied = course_file(resources, RELEASES)
+    assert (copied / f"{chapter}.json").read_text() == releases.record_path(chapter).read_text()
+    assert releases.load(chapter, copied) == releases.load(chapter)
+    assert releases.load(chapter, tmp_path / "nowhere").releases == ()
 
 
 # -- finding submissions (no grading) ----------------------------------------------

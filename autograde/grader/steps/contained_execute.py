@@ -17,6 +17,7 @@ from autograde.grader.containment import SandboxKernelManager
 from autograde.grader.incidents import error_output
 from autograde.grader.limits import LIMITS
 from autograde.grader.test_plans import TestPlan, blocked_references, plans
+from autograde.grader.workspace import course_file
 
 # Called in the kernel through user_expressions, which IPython evaluates without its input transformers.
 _HARNESS = "__import__('sys').modules['autograde.hidden.harness']"
@@ -75,7 +76,7 @@ class SandboxedExecute(Execute):
         self._stopped = False
         self.timeout_func = self._cell_timeout
         chapter = (resources or {}).get("nbgrader", {}).get("assignment", "")
-        self._plans = plans(chapter, isolate=self.isolate) if chapter else {}
+        self._plans = plans(chapter, isolate=self.isolate, root=course_file(resources or {})) if chapter else {}
         self._blocked = blocked_references(chapter)
         self._hooks: dict[str, str] = {}  # what a student's hook changed -> the first test cell it was undone before
         self._writes: dict | None = None   # where the notebook wrote files, asked after its last code cell

@@ -8,6 +8,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograde import notebook as nbk
 from autograde.grader import releases
+from autograde.grader.workspace import RELEASES, course_file
 from autograde.grader import incidents
 
 
@@ -31,7 +32,7 @@ def _expected_cells(resources: ResourcesDict) -> dict[str, incidents.ExpectedCel
 def _retired_ids(resources: ResourcesDict) -> set[str]:
     """grade_ids an earlier version of the chapter had (source metadata course.retired_grade_ids)."""
     chapter = resources.get("nbgrader", {}).get("assignment", "")
-    path = nbk.REPO / "source" / chapter / f"{chapter}.ipynb"
+    path = course_file(resources, "source", chapter, f"{chapter}.ipynb")   # the workspace's copy
     if not chapter or not path.exists():
         return set()
     return set(nbk.read(path).metadata.get(nbk.COURSE_KEY, {}).get("retired_grade_ids", []))
@@ -48,7 +49,7 @@ class DetectTampering(NbGraderPreprocessor):
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict):
         expected = _expected_cells(resources)
         retired = _retired_ids(resources)
-        earlier = releases.load(resources.get("nbgrader", {}).get("assignment", ""))
+        earlier = releases.load(resources.get("nbgrader", {}).get("assignment", ""), course_file(resources, RELEASES))
         found = incidents.tampering(nb, expected, earlier)
         for i, cell in enumerate(nb.cells):
             gid = nbk.grade_id(cell)
