@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -206,6 +207,8 @@ class GradedNotebook:
     notebook: NotebookNode | None
     incidents: list[integrity.Incident]
     error: NbgraderError | None = None
+    seconds: float = 0.0
+    """how long nbgrader autograde took (the assignment's generation left out)"""
 
 
 def grade_one(path: Path, chapter: str, root: Path, extra_args: tuple[str, ...] = (),
@@ -216,15 +219,16 @@ def grade_one(path: Path, chapter: str, root: Path, extra_args: tuple[str, ...] 
     ws.create((chapter,))
     ws.generate_assignment(chapter)
     ws.submit(student, chapter, Path(path))
-    error = None
+    error, start = None, time.perf_counter()
     try:
         ws.autograde(chapter)
     except NbgraderError as exc:
         error = exc
+    seconds = time.perf_counter() - start
     graded_path = ws.root / "autograded" / student / chapter / f"{chapter}.ipynb"
     graded = nbk.read(graded_path) if graded_path.exists() else None
     return GradedNotebook(ws.cell_scores(chapter).get(student, {}), graded,
-                          integrity.stored(graded) if graded is not None else [], error)
+                          integrity.stored(graded) if graded is not None else [], error, seconds)
 
 
 @dataclass(frozen=True)
