@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -119,12 +118,12 @@ def loss_fn(W: dict[str, torch.Tensor], x: Any, y: Any, config: Config, checkpoi
 class TrainSettings:
     """One training recipe, shared by the engine's loop and torch's."""
 
-    lr: float = 5e-3
-    betas: tuple[float, float] = (0.9, 0.99)
-    eps: float = 1e-8
-    weight_decay: float = 0.1
-    max_norm: float | None = 1.0
-    micro_batches: int = 1
+    lr: float = 5e-3                # the learning rate
+    betas: tuple[float, float] = (0.9, 0.99)   # Adam's averaging rates
+    eps: float = 1e-8               # Adam's denominator floor
+    weight_decay: float = 0.1       # for decay_names() only
+    max_norm: float | None = 1.0    # clip_grad_norm_'s bound, None: no clipping
+    micro_batches: int = 1          # k: each micro-batch's loss divided by k
     autocast: Any = None            # None, or the low dtype (torch.bfloat16 / torch.float16)
     init_scale: float = 2.0 ** 10   # the GradScaler's first scale when autocast is on
     checkpoint: bool = False        # torch.utils.checkpoint around each block
@@ -170,7 +169,7 @@ def train(weights: dict[str, np.ndarray], config: Config, batches: Iterable[tupl
         scaler.unscale_(optimizer)                    # a no-op when disabled; clip sees true gradients
         if s.max_norm is not None:
             torch.nn.utils.clip_grad_norm_(params, s.max_norm)
-        scaler.step(optimizer)
+        scaler.step(optimizer)                       # skips the step after an overflow
         scaler.update()
         losses.append(total)
     return losses, {n: t.detach().numpy().copy() for n, t in W.items()}
@@ -194,40 +193,15 @@ def sample(weights: dict[str, np.ndarray], config: Config, prompt_ids: np.ndarra
 # ==============================================================================================================
 # Hidden-test helpers of the chapter's notebook. A check takes the notebook's namespace (the test cell passes
 # globals()) and reads the student's names and the given names from it: this chapter's reference module cannot be
-# imported while grading. Checks print nothing, silence warnings, and put grad mode back on when they end.
+# imported while grading. Checks print nothing, silence warnings, and put grad mode back on when they end (chapter
+# 7's plumbing: check_close, check_equal, fail, checked).
 # ==============================================================================================================
-def _checking() -> Any:
-    """course.checking as the test cell imported it (the grader imports it afresh before each test cell)."""
-    return importlib.import_module("course.checking")
+from autograde.hidden.ch07_checkpointing import check_close as _close, check_equal as _equal, checked as _checked, fail as _fail  # noqa: E402
 
 
-def _close(*args: Any, **kwargs: Any) -> None:
+def _raises(label: str, error: type, call: Any) -> None:
     __tracebackhide__ = True
-    _checking().check_close(*args, **kwargs)
-
-
-def _equal(*args: Any, **kwargs: Any) -> None:
-    __tracebackhide__ = True
-    _checking().check_equal(*args, **kwargs)
-
-
-def _fail(message: str) -> AssertionError:
-    return _checking().failure(message)
-
-
-@contextlib.contextmanager
-def _checked() -> Iterator[None]:
-    """No warning reaches stderr; grad mode on before and after, in the engine and in torch; no autocast."""
-    from course.reference.ch05_grad_modes import STATE
-    STATE.grad_enabled, STATE.inference_mode = True, False
-    torch.set_grad_enabled(True)
-    try:
-        with warnings.catch_warnings(record=True), np.errstate(all="ignore"):
-            warnings.simplefilter("always")
-            yield
-    finally:
-        STATE.grad_enabled, STATE.inference_mode = True, False
-        torch.set_grad_enabled(True)
+    importlib.import_module("course.checking").check_raises(label, error, call)
 
 
 def _grad_of(t: Any) -> np.ndarray | None:
@@ -294,14 +268,7 @@ def check_embedding_forward(ns: dict) -> None:
         table = Tensor(np.zeros((5, 2)), requires_grad=True)
         for bad, error in (([0, 5], IndexError), ([-1, 0], IndexError), (np.array([[4, -5]]), IndexError),
                            (np.array([1.0]), TypeError), (np.array([True]), TypeError)):
-            try:
-                embedding(table, bad)
-            except error:
-                continue
-            except Exception as exc:  # noqa: BLE001
-                raise _fail(f"embedding(table of 5 rows, {bad!r}) should raise {error.__name__}, raised "
-                            f"{type(exc).__name__}: {exc}") from None
-            raise _fail(f"embedding(table of 5 rows, {bad!r}) should raise {error.__name__}, returned")
+            _raises(f"embedding(table of 5 rows, {bad!r})", error, lambda: embedding(table, bad))
         # the table as a computed tensor (not a leaf): its gradient still flows back
         base = Tensor(np.ones((4, 3)), requires_grad=True)
         out = embedding(base * 2.0, np.array([1, 1]))
@@ -347,16 +314,22 @@ def _gelu_inputs(rng: np.random.Generator) -> list[np.ndarray]:
             rng.normal(size=(6, 1)) * 2]
 
 
-def check_gelu_values(ns: dict) -> None:
+def _gelu_contract(ns: dict, seed: int, grad_of: tuple[int, ...], tols: tuple[float, float]) -> None:
+    """gelu against F.gelu on every input of _gelu_inputs, float64 and float32, with the contract's variants."""
     __tracebackhide__ = True
     from autograde.hidden.contract import check_contract
     Tensor, gelu = ns["Tensor"], ns["gelu"]
-    rng = np.random.default_rng(83)
+    for x in _gelu_inputs(np.random.default_rng(seed)):
+        for dtype, tol in zip((np.float64, np.float32), tols):
+            check_contract("gelu", lambda t: gelu(t), F.gelu, [x.astype(dtype)], dtype, grad_of=grad_of, rtol=tol,
+                           atol=tol, tensor=Tensor)
+
+
+def check_gelu_values(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, gelu = ns["Tensor"], ns["gelu"]
     with _checked():
-        for x in _gelu_inputs(rng):
-            for dtype, tol in ((np.float64, 1e-13), (np.float32, 2e-6)):
-                check_contract("gelu", lambda t: gelu(t), F.gelu, [x.astype(dtype)], dtype, grad_of=(), rtol=tol,
-                               atol=tol, tensor=Tensor)
+        _gelu_contract(ns, 83, (), (1e-13, 2e-6))
         out = gelu(Tensor(np.array([-3.0, 3.0]), requires_grad=True))
         if out.grad_fn is None or out.grad_fn.name() != "GeluBackward0":
             raise _fail("gelu(x) should be recorded by one node named GeluBackward0")
@@ -364,14 +337,10 @@ def check_gelu_values(ns: dict) -> None:
 
 def check_gelu_gradient(ns: dict) -> None:
     __tracebackhide__ = True
-    from autograde.hidden.contract import check_contract
     Tensor, gelu = ns["Tensor"], ns["gelu"]
     rng = np.random.default_rng(84)
     with _checked():
-        for x in _gelu_inputs(rng):
-            for dtype, tol in ((np.float64, 1e-12), (np.float32, 5e-6)):
-                check_contract("gelu", lambda t: gelu(t), F.gelu, [x.astype(dtype)], dtype, grad_of=(0,), rtol=tol,
-                               atol=tol, tensor=Tensor)
+        _gelu_contract(ns, 84, (0,), (1e-12, 5e-6))
         # inside a larger graph: gelu(x * w) summed with x, gradients to x and w
         x, w = rng.normal(size=(4, 3)), rng.normal(size=(3,))
         X, Wt = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
@@ -516,11 +485,105 @@ def check_loss(ns: dict) -> None:
                     raise _fail(f"{where} changed x or y in place")
         W = {n: Tensor(w) for n, w in init_weights(Config(block=4, d_model=8, n_heads=2, n_layers=1, d_ff=8)).items()}
         for bad in (np.zeros((1, 5), dtype=np.int64), np.zeros(3, dtype=np.int64)):
-            try:
-                logits_fn(W, bad, 2)
-            except ValueError:
-                continue
-            except Exception as exc:  # noqa: BLE001
-                raise _fail(f"logits(W, ids of shape {bad.shape}, 2) with 4 positions should raise ValueError, "
-                            f"raised {type(exc).__name__}: {exc}") from None
-            raise _fail(f"logits(W, ids of shape {bad.shape}, 2) with 4 positions should raise ValueError, returned")
+            _raises(f"logits(W, ids of shape {bad.shape}, 2) with 4 positions", ValueError, lambda: logits_fn(W, bad, 2))
+
+
+
+# -- Exercise 5: decayed and the training step ---------------------------------------------------------------------
+def check_decayed(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, decayed = ns["Tensor"], ns["decayed"]
+    with _checked():
+        for config in (Config(vocab=30, block=4, d_model=8, n_heads=2, n_layers=3, d_ff=8),
+                       Config(vocab=11, block=5, d_model=6, n_heads=3, n_layers=2, d_ff=4, tied=False),
+                       Config(vocab=30, block=8, d_model=8, n_heads=1, n_layers=1, d_ff=8)):
+            weights = init_weights(config)
+            for kind, W in (("arrays", weights), ("Tensors", {n: Tensor(w, requires_grad=True) for n, w in weights.items()})):
+                got = decayed(W)
+                where = f"decayed(W) for {config.n_layers} blocks, tied={config.tied}, W a dict of {kind}"
+                if not all(isinstance(n, str) for n in got):
+                    raise _fail(f"{where} should return names (str), got {got!r:.200}")
+                _equal(f"sorted({where})", sorted(got), sorted(decay_names(config)))
+
+
+RECIPES = {
+    "plain": dict(),
+    "four micro-batches, checkpointed blocks": dict(micro_batches=4, checkpoint=True),
+    "clipping that bites, two micro-batches, no decay": dict(max_norm=0.05, weight_decay=0.0, micro_batches=2),
+    "untied head, no clipping, strong decay": dict(max_norm=None, tied=False, weight_decay=0.5),
+}
+
+
+def check_train_float64(ns: dict) -> None:
+    """20 float64 steps of the notebook's train (the student's step) against torch's loop: losses and weights."""
+    __tracebackhide__ = True
+    from course import text
+    train_fn = ns["train"]
+    data = text.encode(text.corpus(20_000))
+    with _checked():
+        for recipe, settings in RECIPES.items():
+            settings = dict(settings)
+            tied = settings.pop("tied", True)
+            config = Config(vocab=30, block=16, d_model=16, n_heads=4, n_layers=2, d_ff=32, tied=tied)
+            weights = init_weights(config, seed=7, perturb_norms=True)
+            ours, our_w = train_fn(weights, config.n_heads, text.batches(data, 8, 4, seed=5), 20, lr=1e-2, **settings)
+            theirs, their_w = train(weights, config, text.batches(data, 8, 4, seed=5), 20,
+                                    TrainSettings(lr=1e-2, **settings))
+            where = f"20 float64 training steps ({recipe})"
+            if len(ours) != 20 or not all(isinstance(v, float) for v in ours):
+                raise _fail(f"{where}: step() should return the step's loss as a Python float, got {ours[:3]!r:.200}")
+            _close(f"{where}: the loss at each step", np.array(ours), np.array(theirs), rtol=1e-6, atol=0)
+            for name in weights:
+                _close(f"{where}: the final {name}", our_w[name], their_w[name], rtol=1e-6, atol=1e-9)
+
+
+# -- Exercise 6: the scaled step ---------------------------------------------------------------------------------
+def check_scaled_skips(ns: dict) -> None:
+    """From a scale of 2**24 on a repeated batch, the engine skips the steps torch skips, and backs off as torch."""
+    __tracebackhide__ = True
+    import itertools
+    from course import text
+    train_fn = ns["train"]
+    data = text.encode(text.corpus(20_000))
+    with _checked():
+        for k, (micro, ckpt) in enumerate(((1, False), (2, True))):
+            config = Config(vocab=30, block=16, d_model=16, n_heads=4, n_layers=2, d_ff=32)
+            weights = init_weights(config, seed=6 + k, dtype=np.float32)
+            x, y = next(text.batches(data, 16, 8, seed=9 + k))
+            ours, _ = train_fn(weights, 4, itertools.repeat((x, y)), 10, lr=1e-2, autocast=np.float16,
+                               init_scale=2.0 ** 24, micro_batches=micro, checkpoint=ckpt)
+            theirs, _ = train(weights, config, itertools.repeat((x, y)), 10,
+                              TrainSettings(lr=1e-2, autocast=torch.float16, init_scale=2.0 ** 24,
+                                            micro_batches=micro, checkpoint=ckpt))
+
+            def skipped(losses: list[float]) -> int:
+                return next((i for i in range(1, len(losses)) if losses[i] != losses[0]), len(losses))
+
+            where = f"float16 training from a scale of 2**24 on one repeated batch ({micro} micro-batches)"
+            _equal(f"{where}: the first step that was not skipped", skipped(ours), skipped(theirs))
+
+
+def check_scaled_step(ns: dict) -> None:
+    """Float16 autocast training against torch's (rtol 10u, as the notebook derives), clipped."""
+    __tracebackhide__ = True
+    from course import text
+    train_fn = ns["train"]
+    data = text.encode(text.corpus(20_000))
+    with _checked():
+        for recipe, settings in (("clipping at 0.05", dict(max_norm=0.05)),
+                                 ("four micro-batches", dict(micro_batches=4)),
+                                 ("untied, clipping at 0.05", dict(tied=False, max_norm=0.05))):
+            settings = dict(settings)
+            tied = settings.pop("tied", True)
+            config = Config(vocab=30, block=16, d_model=16, n_heads=4, n_layers=2, d_ff=32, tied=tied)
+            weights = init_weights(config, seed=6, dtype=np.float32)
+            ours, our_w = train_fn(weights, 4, text.batches(data, 12, 8, seed=1), 10, lr=1e-2, autocast=np.float16,
+                                   **settings)
+            theirs, _ = train(weights, config, text.batches(data, 12, 8, seed=1), 10,
+                              TrainSettings(lr=1e-2, autocast=torch.float16, **settings))
+            where = f"10 float16 autocast steps ({recipe})"
+            _close(f"{where}: the loss at each step", np.array(ours), np.array(theirs), rtol=10 * 2.0 ** -11, atol=0,
+                   against="torch's float16 autocast with GradScaler (rtol 10u, as the notebook derives)")
+            bad = sorted(n for n, w in our_w.items() if w.dtype != np.float32)
+            if bad:
+                raise _fail(f"{where}: the master weights should stay float32, got {bad[:3]} in another dtype")

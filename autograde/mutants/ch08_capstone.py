@@ -10,6 +10,22 @@ EF, EB = "test_embedding_forward", "test_embedding_backward"
 GV, GG = "test_gelu_values", "test_gelu_gradient"
 CS, AT = "test_causal_softmax", "test_attention"
 BL, LO = "test_block", "test_loss"
+DE, TS = "test_decayed", "test_train_step"
+SK, SS = "test_scaled_skips", "test_scaled_step"
+DECAY = 'return [n for n, w in W.items() if len(w.shape) == 2 and n not in ("tok_emb", "pos_emb")]'
+CLIP_ONCE = '''        total += float(part.item())
+    if max_norm is not None:
+        clip_grad_norm_(params, max_norm)
+    optimizer.step()'''
+CLIP_EACH = '''        total += float(part.item())
+        if max_norm is not None:
+            clip_grad_norm_(params, max_norm)
+    optimizer.step()'''
+RESET = '''    for p in params:
+        p.grad = None
+    total = 0.0
+    for xm, ym in micro_splits(np.asarray(x), np.asarray(y), micro_batches):
+'''
 
 EMB_ADD = "np.add.at(grad_table, ids.reshape(-1), grad.reshape(-1, grad.shape[-1]))"
 MASK = "future = np.triu(np.ones((T, T), dtype=bool), k=1)"
@@ -94,6 +110,41 @@ MUTANTS = [
     Mutant("untied_head_ignored", "always the tied head, even when W has its own head.weight", "model",
            'head = W["head.weight"] if "head.weight" in W else W["tok_emb"].T', 'head = W["tok_emb"].T', (LO,),
            visible=True),
+    # -- Exercise 5: decayed and step ---------------------------------------------------------------------------
+    Mutant("decay_everything", "weight decay on every parameter: norms, biases and embeddings shrink too",
+           "training", DECAY, "return list(W)", (DE, TS), visible=True),
+    Mutant("decay_norms_and_biases", "every parameter but the embeddings: the layer norms' scales and shifts and "
+           "the biases decay", "training", DECAY, 'return [n for n in W if n not in ("tok_emb", "pos_emb")]',
+           (DE, TS), visible=True),
+    Mutant("decay_embeddings", "every matrix, the embedding tables included", "training", DECAY,
+           "return [n for n, w in W.items() if len(w.shape) == 2]", (DE, TS), visible=True),
+    Mutant("accumulate_without_dividing", "micro-batch losses not divided by k: gradients k times too large",
+           "training", "part = loss_fn(W, xm, ym, n_heads, checkpoint) / micro_batches",
+           "part = loss_fn(W, xm, ym, n_heads, checkpoint)", (TS,), visible=True),
+    Mutant("clip_each_micro_batch", "clipping inside the loop, after each micro-batch's backward", "training",
+           CLIP_ONCE, CLIP_EACH, (TS,), visible=True),
+    Mutant("grads_not_reset", "gradients never set to None: each step adds to the last one's", "training",
+           RESET + "        part = loss_fn(", RESET.replace("    for p in params:\n        p.grad = None\n", "")
+           + "        part = loss_fn(", (TS,), visible=True),
+    Mutant("loss_of_last_micro_batch", "the returned loss is the last micro-batch's, not the sum", "training",
+           CLIP_ONCE, CLIP_ONCE.replace("total +=", "total ="), (TS,), visible=True),
+    # -- Exercise 6: scaled_step -----------------------------------------------------------------------------
+    Mutant("clip_before_unscale", "no unscale_ before clipping: the scaled gradients are clipped, then the scaler "
+           "divides them by the scale in step()", "scaled_step",
+           "    scaler.unscale_(optimizer)                           # true gradients before clipping\n", "",
+           (SS,), visible=True),
+    Mutant("scaler_not_updated", "scaler.update() forgotten: the scale never backs off after an overflow",
+           "scaled_step", "    scaler.update()\n", "", (SK, SS), visible=True),
+    Mutant("optimizer_step_despite_inf", "optimizer.step() instead of scaler.step(): steps taken with inf gradients",
+           "scaled_step", "    scaler.step(optimizer)                               # skipped if any gradient is inf or NaN",
+           "    optimizer.step()", (SK,), visible=True),
+    Mutant("scaled_without_dividing", "micro-batch losses not divided by k under autocast", "scaled_step",
+           "loss = loss_fn(W, xm, ym, n_heads, checkpoint) / micro_batches\n        scaler.scale",
+           "loss = loss_fn(W, xm, ym, n_heads, checkpoint)\n        scaler.scale", (SK, SS), visible=True),
+    Mutant("scaled_loss_returned", "the returned loss is the scaled one", "scaled_step",
+           "        scaler.scale(loss).backward()\n        total += float(loss.item())",
+           "        loss = scaler.scale(loss)\n        loss.backward()\n        total += float(loss.item())", (SK, SS),
+           visible=True),
     # -- concept checks ----------------------------------------------------------------------------------------
     Mutant("concept_scatter_wrong", "a wrong answer to the concept check on a repeated token", "concept_scatter",
            'answer_scatter = "b"', 'answer_scatter = "c"', ("test_concept_scatter",), visible=False,
@@ -104,6 +155,9 @@ MUTANTS = [
     Mutant("concept_quadratic_wrong", "a wrong answer to the concept check on what grows with T squared",
            "concept_quadratic", 'answer_quadratic = "b"', 'answer_quadratic = "a"', ("test_concept_quadratic",),
            visible=False, hidden_because="the expected letter is only in the hidden test"),
+    Mutant("concept_decay_wrong", "a wrong answer to the concept check on decay on a norm", "concept_decay",
+           'answer_decay = "b"', 'answer_decay = "a"', ("test_concept_decay",), visible=False,
+           hidden_because="the expected letter is only in the hidden test"),
 ]
 
 ALTERNATIVES = [
@@ -250,10 +304,52 @@ def loss_fn(W, x, y, n_heads, checkpoint=False):
 '''),
 ]
 
+ALTERNATIVES += [
+    Alternative("training_loop_helpers", "decayed by what a name says; the micro-batches' losses collected in a "
+                "list and summed", "training", '''def decayed(W):
+    linear = ("attn.", "mlp.", "head.")
+    return [n for n in W if n.endswith(".weight") and any(part in n for part in linear)]
+
+
+def step(W, optimizer, x, y, n_heads, max_norm, micro_batches, checkpoint=False):
+    for t in W.values():
+        t.grad = None
+    losses = []
+    for xm, ym in micro_splits(np.asarray(x), np.asarray(y), micro_batches):
+        part = loss_fn(W, xm, ym, n_heads, checkpoint=checkpoint) * (1.0 / micro_batches)
+        part.backward()
+        losses.append(part.item())
+    if max_norm is not None:
+        clip_grad_norm_(list(W.values()), max_norm)
+    optimizer.step()
+    return float(sum(losses))
+'''),
+    Alternative("scaled_step_by_step", "the parameters listed by name; the loss summed before scaling; the scaled "
+                "loss held in its own variable", "scaled_step", '''def scaled_step(W, optimizer, scaler, x, y, n_heads, max_norm, micro_batches, dtype, checkpoint=False):
+    params = [W[n] for n in W]
+    for p in params:
+        p.grad = None
+    total = 0.0
+    k = micro_batches
+    for xm, ym in micro_splits(np.asarray(x), np.asarray(y), k):
+        with ch6.autocast(dtype=dtype):
+            loss = loss_fn(W, xm, ym, n_heads, checkpoint) / k
+        total = total + float(loss.item())
+        scaled = scaler.scale(loss)
+        scaled.backward()
+    scaler.unscale_(optimizer)
+    if max_norm is not None:
+        clip_grad_norm_(params, max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return total
+'''),
+]
+
 EXAMPLE_STUDENTS = [
     ExampleStudent("alice", "solution"),
     ExampleStudent("bob", "blank"),
-    ExampleStudent("carol", "mutants", ("emb_backward_plus_equals", "mask_after_softmax", "positions_not_added")),
+    ExampleStudent("carol", "mutants", ("emb_backward_plus_equals", "mask_after_softmax", "clip_before_unscale")),
     # every answer cell changed: an alternative where the catalogue has one, else a mutant (Catalogue.sample)
     ExampleStudent("erin", "sample"),
 ]
