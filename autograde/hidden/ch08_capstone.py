@@ -25,6 +25,7 @@ clip_grad_norm_; AdamW with two parameter groups; optional torch.utils.checkpoin
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
@@ -34,80 +35,7 @@ import torch
 import torch.nn.functional as F
 import torch.utils.checkpoint as torch_ckpt
 
-
-@dataclass(frozen=True)
-class Config:
-    """The model's sizes: vocabulary, context length, width, heads, blocks, MLP width, tied head."""
-
-    vocab: int = 30
-    block: int = 32
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    d_ff: int = 256
-    tied: bool = True
-    eps: float = 1e-5
-
-    def __post_init__(self) -> None:
-        for name in ("vocab", "block", "d_model", "n_heads", "n_layers", "d_ff"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"Config.{name} must be a positive int, got {value!r}")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a multiple of n_heads ({self.n_heads})")
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.n_heads
-
-
-def param_names(config: Config) -> list[str]:
-    """Every parameter's name, in a fixed order (the order of init_weights and of the optimiser's lists)."""
-    names = ["tok_emb", "pos_emb"]
-    for i in range(config.n_layers):
-        p = f"blocks.{i}."
-        names += [p + n for n in ("ln1.weight", "ln1.bias", "attn.q.weight", "attn.q.bias", "attn.k.weight",
-                                  "attn.k.bias", "attn.v.weight", "attn.v.bias", "attn.proj.weight",
-                                  "attn.proj.bias", "ln2.weight", "ln2.bias", "mlp.fc.weight", "mlp.fc.bias",
-                                  "mlp.proj.weight", "mlp.proj.bias")]
-    names += ["ln_f.weight", "ln_f.bias"] + ([] if config.tied else ["head.weight"])
-    return names
-
-
-def init_weights(config: Config, seed: int = 0, dtype: Any = np.float64, std: float = 0.02,
-                 perturb_norms: bool = False) -> dict[str, np.ndarray]:
-    """Seeded NumPy arrays for every parameter: N(0, std) matrices and embeddings (the residual projections
-    scaled by 1/sqrt(2 n_layers), as GPT-2), zero biases, unit norm scales. perturb_norms draws the norms'
-    scales and shifts and every bias at random too, so that tests see each of them matter."""
-    rng = np.random.default_rng(seed)
-    d, ff, V, T = config.d_model, config.d_ff, config.vocab, config.block
-    shapes = {"tok_emb": (V, d), "pos_emb": (T, d), "ln_f.weight": (d,), "ln_f.bias": (d,), "head.weight": (d, V)}
-    for i in range(config.n_layers):
-        p = f"blocks.{i}."
-        shapes.update({p + "ln1.weight": (d,), p + "ln1.bias": (d,), p + "ln2.weight": (d,), p + "ln2.bias": (d,),
-                       p + "attn.proj.weight": (d, d), p + "attn.proj.bias": (d,),
-                       p + "mlp.fc.weight": (d, ff), p + "mlp.fc.bias": (ff,),
-                       p + "mlp.proj.weight": (ff, d), p + "mlp.proj.bias": (d,)})
-        for n in "qkv":
-            shapes[p + f"attn.{n}.weight"], shapes[p + f"attn.{n}.bias"] = (d, d), (d,)
-    weights = {}
-    for name in param_names(config):
-        shape = shapes[name]
-        if name.endswith(".bias"):
-            w = rng.normal(0.0, 0.1, shape) if perturb_norms else np.zeros(shape)
-        elif len(shape) == 1:                                       # a layer norm's scale
-            w = 1.0 + rng.normal(0.0, 0.1, shape) if perturb_norms else np.ones(shape)
-        else:
-            scale = std / math.sqrt(2 * config.n_layers) if name.endswith("proj.weight") else std
-            w = rng.normal(0.0, scale, shape)
-        weights[name] = np.asarray(w, dtype=dtype)
-    return weights
-
-
-def decay_names(config: Config) -> list[str]:
-    """The parameters AdamW decays: the matrices of linear layers (never biases, norms or embeddings)."""
-    linear = ("attn.", "mlp.", "head.")
-    return [n for n in param_names(config) if n.endswith(".weight") and any(part in n for part in linear)]
+from course.model import Config, decay_names, init_weights, param_names  # shared with the notebook
 
 
 def to_torch(weights: dict[str, np.ndarray], requires_grad: bool = True) -> dict[str, torch.Tensor]:
@@ -146,7 +74,7 @@ def attention(a: torch.Tensor, W: dict[str, torch.Tensor], prefix: str, n_heads:
         t = a @ W[f"{prefix}attn.{n}.weight"] + W[f"{prefix}attn.{n}.bias"]
         heads.append(t.reshape(B, T, n_heads, d // n_heads).transpose(1, 2))        # (B, H, T, d_head)
     out = causal_attention(*heads)                                                    # (B, H, T, d_head)
-    out = out.transpose(1, 2).reshape(B, T, d)
+    out = out.transpose(1, 2).reshape(B, T, d)                                          # heads joined again
     return out @ W[f"{prefix}attn.proj.weight"] + W[f"{prefix}attn.proj.bias"]
 
 
@@ -190,15 +118,15 @@ def loss_fn(W: dict[str, torch.Tensor], x: Any, y: Any, config: Config, checkpoi
 class TrainSettings:
     """One training recipe, shared by the engine's loop and torch's."""
 
-    lr: float = 5e-3
-    betas: tuple[float, float] = (0.9, 0.99)
-    eps: float = 1e-8
-    weight_decay: float = 0.1
-    max_norm: float | None = 1.0
-    micro_batches: int = 1
+    lr: float = 5e-3                # the learning rate
+    betas: tuple[float, float] = (0.9, 0.99)   # Adam's averaging rates
+    eps: float = 1e-8               # Adam's denominator floor
+    weight_decay: float = 0.1       # for decay_names() only
+    max_norm: float | None = 1.0    # clip_grad_norm_'s bound, None: no clipping
+    micro_batches: int = 1          # k: each micro-batch's loss divided by k
     autocast: Any = None            # None, or the low dtype (torch.bfloat16 / torch.float16)
     init_scale: float = 2.0 ** 10   # the GradScaler's first scale when autocast is on
-    checkpoint: bool = False
+    checkpoint: bool = False        # torch.utils.checkpoint around each block
 
 
 def micro_splits(x: np.ndarray, y: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -241,7 +169,7 @@ def train(weights: dict[str, np.ndarray], config: Config, batches: Iterable[tupl
         scaler.unscale_(optimizer)                    # a no-op when disabled; clip sees true gradients
         if s.max_norm is not None:
             torch.nn.utils.clip_grad_norm_(params, s.max_norm)
-        scaler.step(optimizer)
+        scaler.step(optimizer)                       # skips the step after an overflow
         scaler.update()
         losses.append(total)
     return losses, {n: t.detach().numpy().copy() for n, t in W.items()}
@@ -260,3 +188,402 @@ def sample(weights: dict[str, np.ndarray], config: Config, prompt_ids: np.ndarra
         p = np.exp(last - last.max())
         ids.append(int(rng.choice(len(p), p=p / p.sum())))
     return np.asarray(ids, dtype=np.int64)
+
+
+# ==============================================================================================================
+# Hidden-test helpers of the chapter's notebook. A check takes the notebook's namespace (the test cell passes
+# globals()) and reads the student's names and the given names from it: this chapter's reference module cannot be
+# imported while grading. Checks print nothing, silence warnings, and put grad mode back on when they end (chapter
+# 7's plumbing: check_close, check_equal, fail, checked).
+# ==============================================================================================================
+from autograde.hidden.ch07_checkpointing import check_close as _close, check_equal as _equal, checked as _checked, fail as _fail  # noqa: E402
+
+
+def _raises(label: str, error: type, call: Any) -> None:
+    __tracebackhide__ = True
+    importlib.import_module("course.checking").check_raises(label, error, call)
+
+
+def _grad_of(t: Any) -> np.ndarray | None:
+    return None if t.grad is None else np.array(t.grad.data)
+
+
+def _compare_grads(label: str, ours: dict[str, Any], theirs: dict[str, torch.Tensor], rtol: float,
+                   atol: float) -> None:
+    __tracebackhide__ = True
+    for name, t in theirs.items():
+        g = _grad_of(ours[name])
+        if t.grad is None:
+            if g is not None and np.any(g != 0):
+                raise _fail(f"{label}: {name} gets a nonzero gradient, torch gives it none")
+            continue
+        if g is None:
+            raise _fail(f"{label}: {name}.grad is None, but torch gives it a gradient")
+        _equal(f"{label}: {name}.grad.dtype", g.dtype, np.dtype(str(t.grad.dtype).replace("torch.", "")))
+        _close(f"{label}: {name}.grad", g, t.grad.numpy(), rtol=rtol, atol=atol)
+
+
+# -- Exercise 1: embedding -------------------------------------------------------------------------------------
+def _embedding_cases(rng: np.random.Generator) -> list[tuple[str, np.ndarray, Any]]:
+    """(label, table, ids): ids of several shapes and integer dtypes, repeated, 0-d, empty, transposed, a list."""
+    cases = []
+    for dtype in (np.float64, np.float32):
+        table = rng.normal(size=(7, 5)).astype(dtype)
+        cases += [
+            ("ids (3,) with a repeat", table, np.array([2, 6, 2])),
+            ("ids (4, 6) int32, every id repeated", table, rng.integers(0, 7, size=(4, 6)).astype(np.int32)),
+            ("ids (2, 3, 4) uint8", table, rng.integers(0, 7, size=(2, 3, 4)).astype(np.uint8)),
+            ("ids transposed (a strided view)", table, rng.integers(0, 7, size=(5, 3)).T),
+            ("a 0-d id", table, np.int64(4)),
+            ("ids as a nested list", table, [[0, 6], [6, 6]]),
+            ("an empty batch (0, 4)", table, np.zeros((0, 4), dtype=np.int64)),
+            ("ids (1, 1)", table, np.array([[3]])),
+        ]
+    cases.append(("a one-row table", rng.normal(size=(1, 3)), np.zeros((2, 2), dtype=np.int64)))
+    return cases
+
+
+def _torch_embedding(table: np.ndarray, ids: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    t = torch.tensor(np.array(table), requires_grad=True)
+    return t, F.embedding(torch.as_tensor(np.asarray(ids, dtype=np.int64)), t)
+
+
+def check_embedding_forward(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, embedding = ns["Tensor"], ns["embedding"]
+    with _checked():
+        for label, table, ids in _embedding_cases(np.random.default_rng(81)):
+            kept_table, kept_ids = table.copy(), np.array(ids).copy()
+            t = Tensor(table, requires_grad=True)
+            out = embedding(t, ids)
+            _, ref = _torch_embedding(table, ids)
+            where = f"embedding(table {table.shape} {table.dtype}, {label})"
+            _equal(f"{where}.shape", out.shape, tuple(ref.shape))
+            _equal(f"{where}.dtype", out.dtype, table.dtype)
+            _close(where, out.data, ref.detach().numpy(), rtol=0, atol=0)
+            if not (np.array_equal(table, kept_table) and np.array_equal(np.array(ids), kept_ids)):
+                raise _fail(f"{where} changed the table or the ids in place")
+            if out.grad_fn is None or out.grad_fn.name() != "EmbeddingBackward0":
+                raise _fail(f"{where}: the output should be recorded by one node named EmbeddingBackward0")
+        table = Tensor(np.zeros((5, 2)), requires_grad=True)
+        for bad, error in (([0, 5], IndexError), ([-1, 0], IndexError), (np.array([[4, -5]]), IndexError),
+                           (np.array([1.0]), TypeError), (np.array([True]), TypeError)):
+            _raises(f"embedding(table of 5 rows, {bad!r})", error, lambda: embedding(table, bad))
+        # the table as a computed tensor (not a leaf): its gradient still flows back
+        base = Tensor(np.ones((4, 3)), requires_grad=True)
+        out = embedding(base * 2.0, np.array([1, 1]))
+        _close("embedding(base * 2.0, [1, 1])", out.data, np.full((2, 3), 2.0), rtol=0, atol=0)
+
+
+def check_embedding_backward(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, embedding = ns["Tensor"], ns["embedding"]
+    rng = np.random.default_rng(82)
+    with _checked():
+        for label, table, ids in _embedding_cases(rng):
+            t = Tensor(table, requires_grad=True)
+            out = embedding(t, ids)
+            t_table, ref = _torch_embedding(table, ids)
+            G = rng.normal(size=tuple(ref.shape)).astype(table.dtype)
+            kept_ids, kept_G = np.array(ids).copy(), G.copy()
+            out.backward(G)
+            ref.backward(torch.tensor(G))
+            where = f"embedding(table {table.shape} {table.dtype}, {label}).backward(G): table.grad"
+            g = _grad_of(t)
+            if g is None:
+                raise _fail(f"{where} is None")
+            _equal(f"{where}.shape", g.shape, table.shape)
+            _equal(f"{where}.dtype", g.dtype, table.dtype)
+            tol = 1e-13 if table.dtype == np.float64 else 1e-5
+            _close(where, g, t_table.grad.numpy(), rtol=tol, atol=tol)
+            if not (np.array_equal(np.array(ids), kept_ids) and np.array_equal(G, kept_G)):
+                raise _fail(f"{where}: backward changed the ids or the incoming gradient in place")
+        # used twice in one graph (token and a second lookup): the gradients of both add
+        table = rng.normal(size=(6, 4))
+        t = Tensor(table, requires_grad=True)
+        (embedding(t, [[1, 2]]) * 3.0 + embedding(t, [[2, 2]])).sum().backward()
+        tt = torch.tensor(table, requires_grad=True)
+        (F.embedding(torch.tensor([[1, 2]]), tt) * 3.0 + F.embedding(torch.tensor([[2, 2]]), tt)).sum().backward()
+        _close("table.grad after two lookups of the same table", _grad_of(t), tt.grad.numpy(), rtol=1e-14, atol=1e-14)
+
+
+# -- Exercise 2: GELU ------------------------------------------------------------------------------------------
+def _gelu_inputs(rng: np.random.Generator) -> list[np.ndarray]:
+    edge = np.array([0.0, -0.0, 1e-8, -1e-8, 5.0, -5.0, 9.0, -9.0, 30.0, -30.0, 2.0, -2.0, 0.7071067811865476])
+    return [np.concatenate([np.linspace(-8, 8, 161), edge]), rng.normal(size=(3, 4, 5)) * 3, np.array(1.5),
+            rng.normal(size=(6, 1)) * 2]
+
+
+def _gelu_contract(ns: dict, seed: int, grad_of: tuple[int, ...], tols: tuple[float, float]) -> None:
+    """gelu against F.gelu on every input of _gelu_inputs, float64 and float32, with the contract's variants."""
+    __tracebackhide__ = True
+    from autograde.hidden.contract import check_contract
+    Tensor, gelu = ns["Tensor"], ns["gelu"]
+    for x in _gelu_inputs(np.random.default_rng(seed)):
+        for dtype, tol in zip((np.float64, np.float32), tols):
+            check_contract("gelu", lambda t: gelu(t), F.gelu, [x.astype(dtype)], dtype, grad_of=grad_of, rtol=tol,
+                           atol=tol, tensor=Tensor)
+
+
+def check_gelu_values(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, gelu = ns["Tensor"], ns["gelu"]
+    with _checked():
+        _gelu_contract(ns, 83, (), (1e-13, 2e-6))
+        out = gelu(Tensor(np.array([-3.0, 3.0]), requires_grad=True))
+        if out.grad_fn is None or out.grad_fn.name() != "GeluBackward0":
+            raise _fail("gelu(x) should be recorded by one node named GeluBackward0")
+
+
+def check_gelu_gradient(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, gelu = ns["Tensor"], ns["gelu"]
+    rng = np.random.default_rng(84)
+    with _checked():
+        _gelu_contract(ns, 84, (0,), (1e-12, 5e-6))
+        # inside a larger graph: gelu(x * w) summed with x, gradients to x and w
+        x, w = rng.normal(size=(4, 3)), rng.normal(size=(3,))
+        X, Wt = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+        (gelu(X * Wt) * X).sum().backward()
+        tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+        (F.gelu(tx * tw) * tx).sum().backward()
+        _compare_grads("(gelu(x * w) * x).sum()", {"x": X, "w": Wt}, {"x": tx, "w": tw}, 1e-12, 1e-13)
+
+
+# -- Exercise 3: causal softmax and attention ---------------------------------------------------------------------
+def _torch_causal_softmax(s: torch.Tensor) -> torch.Tensor:
+    T = s.shape[-1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    return torch.softmax(s.masked_fill(future, float("-inf")), dim=-1)
+
+
+def check_causal_softmax(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, causal_softmax = ns["Tensor"], ns["causal_softmax"]
+    rng = np.random.default_rng(85)
+    shapes = [(2, 3, 6, 6), (1, 1, 1, 1), (4, 7, 7), (3, 3), (2, 0, 4, 4), (1, 2, 9, 9)]
+    with _checked():
+        for shape in shapes:
+            for dtype, tol in ((np.float64, 1e-13), (np.float32, 1e-6)):
+                for scale in (1.0, 40.0, 800.0):
+                    s = (rng.normal(size=shape) * scale).astype(dtype)
+                    G = rng.normal(size=shape).astype(dtype)
+                    kept_s, kept_G = s.copy(), G.copy()
+                    x = Tensor(s, requires_grad=True)
+                    out = causal_softmax(x)
+                    ts = torch.tensor(s, requires_grad=True)
+                    ref = _torch_causal_softmax(ts)
+                    where = f"causal_softmax(scores {shape} {np.dtype(dtype).name}, spread {scale:g})"
+                    _equal(f"{where}.dtype", out.dtype, np.dtype(dtype))
+                    _close(where, out.data, ref.detach().numpy(), rtol=tol, atol=tol)
+                    T = shape[-1]
+                    iu = np.triu_indices(T, 1)
+                    if np.any(out.data[..., iu[0], iu[1]] != 0):
+                        raise _fail(f"{where}: a probability above the diagonal (a future key) is not exactly 0")
+                    out.backward(G)
+                    ref.backward(torch.tensor(G))
+                    _close(f"{where}, backward: scores.grad", _grad_of(x), ts.grad.numpy(), rtol=tol * 10, atol=tol * 10)
+                    if not (np.array_equal(s, kept_s) and np.array_equal(G, kept_G)):
+                        raise _fail(f"{where} changed the scores or the incoming gradient in place")
+
+
+def _attention_weights(rng: np.random.Generator, d: int, prefix: str, dtype: Any) -> dict[str, np.ndarray]:
+    return {f"{prefix}attn.{n}.{k}": (rng.normal(size=(d, d) if k == "weight" else (d,)) * 0.6).astype(dtype)
+            for n in ("q", "k", "v", "proj") for k in ("weight", "bias")}
+
+
+def check_attention(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, engine_attention = ns["Tensor"], ns["attention"]
+    rng = np.random.default_rng(86)
+    # (B, T, d, H): several heads, one head, as many heads as columns, one position, one row, odd sizes
+    shapes = [(2, 5, 8, 2), (3, 6, 6, 1), (1, 4, 4, 4), (2, 1, 6, 3), (1, 7, 12, 3), (2, 9, 10, 5)]
+    with _checked():
+        for i, (B, T, d, H) in enumerate(shapes):
+            for dtype, rtol, atol in ((np.float64, 1e-10, 1e-12), (np.float32, 2e-4, 2e-5)):
+                prefix = f"blocks.{i % 3}."
+                Wn = _attention_weights(rng, d, prefix, dtype)
+                a = rng.normal(size=(B, T, d)).astype(dtype)
+                G = rng.normal(size=(B, T, d)).astype(dtype)
+                W = {n: Tensor(w, requires_grad=True) for n, w in Wn.items()}
+                x = Tensor(a, requires_grad=True)
+                out = engine_attention(x, W, prefix, H)
+                Wt = to_torch(Wn)
+                xt = torch.tensor(a, requires_grad=True)
+                ref = attention(xt, Wt, prefix, H)
+                where = f"attention(a {(B, T, d)} {np.dtype(dtype).name}, W, {prefix!r}, {H})"
+                _equal(f"{where}.shape", out.shape, (B, T, d))
+                _equal(f"{where}.dtype", out.dtype, np.dtype(dtype))
+                _close(where, out.data, ref.detach().numpy(), rtol=rtol, atol=atol)
+                out.backward(G)
+                ref.backward(torch.tensor(G))
+                _compare_grads(f"{where}, backward", {"a": x, **W}, {"a": xt, **Wt}, rtol * 10, atol * 10)
+
+
+# -- Exercise 4: block, logits, loss -----------------------------------------------------------------------------
+def _small_configs() -> list[tuple[Config, int, int]]:
+    """(config, batch, T): several heads, one head, one block, three blocks, T below, at and at 1 of the context."""
+    return [(Config(vocab=30, block=9, d_model=16, n_heads=4, n_layers=2, d_ff=24), 3, 9),
+            (Config(vocab=30, block=8, d_model=6, n_heads=1, n_layers=1, d_ff=10, tied=False), 2, 5),
+            (Config(vocab=11, block=5, d_model=12, n_heads=3, n_layers=3, d_ff=7), 1, 1),
+            (Config(vocab=30, block=6, d_model=8, n_heads=2, n_layers=1, d_ff=16, tied=False), 4, 6)]
+
+
+def check_block(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, engine_block = ns["Tensor"], ns["block"]
+    rng = np.random.default_rng(87)
+    with _checked():
+        for k, (config, B, T) in enumerate(_small_configs()):
+            for dtype, rtol, atol in ((np.float64, 1e-10, 1e-12), (np.float32, 5e-4, 5e-5)):
+                weights = init_weights(config, seed=k, std=0.4, perturb_norms=True, dtype=dtype)
+                i = config.n_layers - 1
+                h = rng.normal(size=(B, T, config.d_model)).astype(dtype)
+                G = rng.normal(size=h.shape).astype(dtype)
+                W = {n: Tensor(w, requires_grad=True) for n, w in weights.items()}
+                x = Tensor(h, requires_grad=True)
+                out = engine_block(x, W, f"blocks.{i}.", config.n_heads)
+                Wt = to_torch(weights)
+                xt = torch.tensor(h, requires_grad=True)
+                ref = block(xt, Wt, i, config)
+                where = f"block(h {h.shape} {np.dtype(dtype).name}, W, 'blocks.{i}.', {config.n_heads})"
+                _equal(f"{where}.dtype", out.dtype, np.dtype(dtype))
+                _close(where, out.data, ref.detach().numpy(), rtol=rtol, atol=atol)
+                out.backward(G)
+                ref.backward(torch.tensor(G))
+                _compare_grads(f"{where}, backward", {"h": x, **W}, {"h": xt, **Wt}, rtol * 10, atol * 10)
+
+
+def check_loss(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, logits_fn, loss = ns["Tensor"], ns["logits"], ns["loss_fn"]
+    rng = np.random.default_rng(88)
+    with _checked():
+        for k, (config, B, T) in enumerate(_small_configs()):
+            for dtype, rtol, atol in ((np.float64, 1e-10, 1e-12), (np.float32, 5e-4, 5e-5)):
+                weights = init_weights(config, seed=10 + k, std=0.4, perturb_norms=True, dtype=dtype)
+                x = rng.integers(0, config.vocab, size=(B, T))
+                y = rng.integers(0, config.vocab, size=(B, T))
+                kept = x.copy(), y.copy()
+                W = {n: Tensor(w, requires_grad=True) for n, w in weights.items()}
+                Wt = to_torch(weights)
+                where = f"loss_fn(W, x {x.shape}, y, {config.n_heads}) ({np.dtype(dtype).name}, tied={config.tied}, " \
+                        f"{config.n_layers} blocks)"
+                out = logits_fn(W, x, config.n_heads)
+                ref_logits = logits(Wt, x, config)
+                _equal(f"logits of {where}: shape", out.shape, (B, T, config.vocab))
+                _close(f"logits of {where}", out.data, ref_logits.detach().numpy(), rtol=rtol, atol=atol)
+                ours = loss(W, x.tolist() if k == 1 else x, y, config.n_heads)
+                theirs = loss_fn(Wt, x, y, config)
+                _equal(f"{where}.dtype", ours.dtype, np.dtype(dtype))
+                _equal(f"{where}.shape", ours.shape, ())
+                _close(where, ours.item(), theirs.item(), rtol=rtol, atol=0)
+                ours.backward()
+                theirs.backward()
+                _compare_grads(f"{where}, backward", W, Wt, rtol * 10, atol * 10)
+                if not (np.array_equal(x, kept[0]) and np.array_equal(y, kept[1])):
+                    raise _fail(f"{where} changed x or y in place")
+        W = {n: Tensor(w) for n, w in init_weights(Config(block=4, d_model=8, n_heads=2, n_layers=1, d_ff=8)).items()}
+        for bad in (np.zeros((1, 5), dtype=np.int64), np.zeros(3, dtype=np.int64)):
+            _raises(f"logits(W, ids of shape {bad.shape}, 2) with 4 positions", ValueError, lambda: logits_fn(W, bad, 2))
+
+
+
+# -- Exercise 5: decayed and the training step ---------------------------------------------------------------------
+def check_decayed(ns: dict) -> None:
+    __tracebackhide__ = True
+    Tensor, decayed = ns["Tensor"], ns["decayed"]
+    with _checked():
+        for config in (Config(vocab=30, block=4, d_model=8, n_heads=2, n_layers=3, d_ff=8),
+                       Config(vocab=11, block=5, d_model=6, n_heads=3, n_layers=2, d_ff=4, tied=False),
+                       Config(vocab=30, block=8, d_model=8, n_heads=1, n_layers=1, d_ff=8)):
+            weights = init_weights(config)
+            for kind, W in (("arrays", weights), ("Tensors", {n: Tensor(w, requires_grad=True) for n, w in weights.items()})):
+                got = decayed(W)
+                where = f"decayed(W) for {config.n_layers} blocks, tied={config.tied}, W a dict of {kind}"
+                if not all(isinstance(n, str) for n in got):
+                    raise _fail(f"{where} should return names (str), got {got!r:.200}")
+                _equal(f"sorted({where})", sorted(got), sorted(decay_names(config)))
+
+
+RECIPES = {
+    "plain": dict(),
+    "four micro-batches, checkpointed blocks": dict(micro_batches=4, checkpoint=True),
+    "clipping that bites, two micro-batches, no decay": dict(max_norm=0.05, weight_decay=0.0, micro_batches=2),
+    "untied head, no clipping, strong decay": dict(max_norm=None, tied=False, weight_decay=0.5),
+}
+
+
+def check_train_float64(ns: dict) -> None:
+    """20 float64 steps of the notebook's train (the student's step) against torch's loop: losses and weights."""
+    __tracebackhide__ = True
+    from course import text
+    train_fn = ns["train"]
+    data = text.encode(text.corpus(20_000))
+    with _checked():
+        for recipe, settings in RECIPES.items():
+            settings = dict(settings)
+            tied = settings.pop("tied", True)
+            config = Config(vocab=30, block=16, d_model=16, n_heads=4, n_layers=2, d_ff=32, tied=tied)
+            weights = init_weights(config, seed=7, perturb_norms=True)
+            ours, our_w = train_fn(weights, config.n_heads, text.batches(data, 8, 4, seed=5), 20, lr=1e-2, **settings)
+            theirs, their_w = train(weights, config, text.batches(data, 8, 4, seed=5), 20,
+                                    TrainSettings(lr=1e-2, **settings))
+            where = f"20 float64 training steps ({recipe})"
+            if len(ours) != 20 or not all(isinstance(v, float) for v in ours):
+                raise _fail(f"{where}: step() should return the step's loss as a Python float, got {ours[:3]!r:.200}")
+            _close(f"{where}: the loss at each step", np.array(ours), np.array(theirs), rtol=1e-6, atol=0)
+            for name in weights:
+                _close(f"{where}: the final {name}", our_w[name], their_w[name], rtol=1e-6, atol=1e-9)
+
+
+# -- Exercise 6: the scaled step ---------------------------------------------------------------------------------
+def check_scaled_skips(ns: dict) -> None:
+    """From a scale of 2**24 on a repeated batch, the engine skips the steps torch skips, and backs off as torch."""
+    __tracebackhide__ = True
+    import itertools
+    from course import text
+    train_fn = ns["train"]
+    data = text.encode(text.corpus(20_000))
+    with _checked():
+        for k, (micro, ckpt) in enumerate(((1, False), (2, True))):
+            config = Config(vocab=30, block=16, d_model=16, n_heads=4, n_layers=2, d_ff=32)
+            weights = init_weights(config, seed=6 + k, dtype=np.float32)
+            x, y = next(text.batches(data, 16, 8, seed=9 + k))
+            ours, _ = train_fn(weights, 4, itertools.repeat((x, y)), 10, lr=1e-2, autocast=np.float16,
+                               init_scale=2.0 ** 24, micro_batches=micro, checkpoint=ckpt)
+            theirs, _ = train(weights, config, itertools.repeat((x, y)), 10,
+                              TrainSettings(lr=1e-2, autocast=torch.float16, init_scale=2.0 ** 24,
+                                            micro_batches=micro, checkpoint=ckpt))
+
+            def skipped(losses: list[float]) -> int:
+                return next((i for i in range(1, len(losses)) if losses[i] != losses[0]), len(losses))
+
+            where = f"float16 training from a scale of 2**24 on one repeated batch ({micro} micro-batches)"
+            _equal(f"{where}: the first step that was not skipped", skipped(ours), skipped(theirs))
+
+
+def check_scaled_step(ns: dict) -> None:
+    """Float16 autocast training against torch's (rtol 10u, as the notebook derives), clipped."""
+    __tracebackhide__ = True
+    from course import text
+    train_fn = ns["train"]
+    data = text.encode(text.corpus(20_000))
+    with _checked():
+        for recipe, settings in (("clipping at 0.05", dict(max_norm=0.05)),
+                                 ("four micro-batches", dict(micro_batches=4)),
+                                 ("untied, clipping at 0.05", dict(tied=False, max_norm=0.05))):
+            settings = dict(settings)
+            tied = settings.pop("tied", True)
+            config = Config(vocab=30, block=16, d_model=16, n_heads=4, n_layers=2, d_ff=32, tied=tied)
+            weights = init_weights(config, seed=6, dtype=np.float32)
+            ours, our_w = train_fn(weights, 4, text.batches(data, 12, 8, seed=1), 10, lr=1e-2, autocast=np.float16,
+                                   **settings)
+            theirs, _ = train(weights, config, text.batches(data, 12, 8, seed=1), 10,
+                              TrainSettings(lr=1e-2, autocast=torch.float16, **settings))
+            where = f"10 float16 autocast steps ({recipe})"
+            _close(f"{where}: the loss at each step", np.array(ours), np.array(theirs), rtol=10 * 2.0 ** -11, atol=0,
+                   against="torch's float16 autocast with GradScaler (rtol 10u, as the notebook derives)")
+            bad = sorted(n for n, w in our_w.items() if w.dtype != np.float32)
+            if bad:
+                raise _fail(f"{where}: the master weights should stay float32, got {bad[:3]} in another dtype")
