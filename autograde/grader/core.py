@@ -121,7 +121,7 @@ def _import_results(main: Workspace, job: Workspace, chapter: str, students: lis
 
 def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], jobs: int,
                   notebook_timeout: float, quiet: bool = False,
-                  ignored: dict[Path, tuple[str, ...]] | None = None) -> dict[str, Result]:
+                  ignored: dict[Path, tuple[str, ...]] | None = None, copy_beside: bool = False) -> dict[str, Result]:
     """Autograde every submission of one chapter over `jobs` job workspaces and import the results."""
     students = sorted(submissions)
     if not students:
@@ -139,6 +139,10 @@ def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], j
             dest = job.root / "submitted" / student / chapter
             dest.mkdir(parents=True)
             shutil.copyfile(sub, dest / f"{chapter}.ipynb")  # the notebook only: nothing handed in beside it
+            if copy_beside:  # except for the tests' controls, which prove the sandbox keeps such files harmless
+                for extra in (p for p in sub.parent.rglob("*") if p.is_file() and p != sub):
+                    (dest / extra.relative_to(sub.parent)).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(extra, dest / extra.relative_to(sub.parent))
             if (sub.parent / "timestamp.txt").is_file():
                 shutil.copyfile(sub.parent / "timestamp.txt", dest / "timestamp.txt")
         job_spaces.append(job)
@@ -233,8 +237,8 @@ def grade_one(path: Path, chapter: str, root: Path, extra_args: tuple[str, ...] 
 
 @dataclass(frozen=True)
 class Submission:
-    """A student's notebook and any other files they handed in beside it (as the grading command does, those
-    are not copied for grading)."""
+    """A student's notebook and any other files they handed in beside it (graded with them beside it: the
+    grading command never copies them, the tests prove the sandbox would keep them harmless anyway)."""
 
     notebook: NotebookNode | Path
     extra_files: tuple[tuple[str, str], ...] = ()
@@ -243,12 +247,13 @@ class Submission:
 def grade_in_parallel(root: Path, chapter: str, submissions: dict[str, Submission],
                       jobs: int = 2, extra_args: tuple[str, ...] = ()) -> dict[str, dict[str, CellScore]]:
     """Grade many notebooks of one chapter the way the grading command does (grade_chapter over `jobs` job
-    workspaces, imported into one main gradebook under root); per student, per test cell, the score."""
+    workspaces, imported into one main gradebook under root), the files handed in beside them included; per
+    student, per test cell, the score."""
     main = Workspace(Path(root) / "main", extra_args=extra_args)
     main.create((chapter,))
     main.generate_assignment(chapter)
     paths = {}
     for student, sub in submissions.items():
         paths[student] = main.submit(student, chapter, sub.notebook, dict(sub.extra_files))
-    grade_chapter(main, chapter, paths, jobs, LIMITS.notebook_seconds, quiet=True)
+    grade_chapter(main, chapter, paths, jobs, LIMITS.notebook_seconds, quiet=True, copy_beside=True)
     return main.cell_scores(chapter)

@@ -36,6 +36,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint as torch_ckpt
 
 from course.model import Config, decay_names, init_weights, param_names  # shared with the notebook
+from course.threads import blas_threads, fix_threads
 
 
 def to_torch(weights: dict[str, np.ndarray], requires_grad: bool = True) -> dict[str, torch.Tensor]:
@@ -514,6 +515,21 @@ RECIPES = {
 }
 
 
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """The training checks with one thread for torch and NumPy's BLAS, whatever the notebook set (a student who
+    removed fix_threads(1) must not run into the cell's time limit on a busy grading machine); then as before."""
+    torch_before, blas_before = torch.get_num_threads(), blas_threads()
+    fix_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(torch_before)
+        if blas_before is not None:
+            blas_threads(blas_before)
+
+
+@_one_thread()
 def check_train_float64(ns: dict) -> None:
     """20 float64 steps of the notebook's train (the student's step) against torch's loop: losses and weights."""
     __tracebackhide__ = True
@@ -538,6 +554,7 @@ def check_train_float64(ns: dict) -> None:
 
 
 # -- Exercise 6: the scaled step ---------------------------------------------------------------------------------
+@_one_thread()
 def check_scaled_skips(ns: dict) -> None:
     """From a scale of 2**24 on a repeated batch, the engine skips the steps torch skips, and backs off as torch."""
     __tracebackhide__ = True
@@ -563,6 +580,7 @@ def check_scaled_skips(ns: dict) -> None:
             _equal(f"{where}: the first step that was not skipped", skipped(ours), skipped(theirs))
 
 
+@_one_thread()
 def check_scaled_step(ns: dict) -> None:
     """Float16 autocast training against torch's (rtol 10u, as the notebook derives), clipped."""
     __tracebackhide__ = True
