@@ -17,7 +17,6 @@ from pathlib import Path
 from nbformat import NotebookNode
 from tqdm import tqdm
 
-from autograde import notebook as nbk
 from autograde.grader import incidents as integrity
 from autograde.grader.limits import LIMITS
 from autograde.grader.workspace import CellScore, NbgraderError, Workspace
@@ -138,13 +137,13 @@ def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], j
             sub = submissions[student]
             dest = job.root / "submitted" / student / chapter
             dest.mkdir(parents=True)
-            shutil.copyfile(sub, dest / f"{chapter}.ipynb")  # the notebook only: nothing handed in beside it
-            if copy_beside:  # except for the tests' controls, which prove the sandbox keeps such files harmless
-                for extra in (p for p in sub.parent.rglob("*") if p.is_file() and p != sub):
-                    (dest / extra.relative_to(sub.parent)).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(extra, dest / extra.relative_to(sub.parent))
-            if (sub.parent / "timestamp.txt").is_file():
-                shutil.copyfile(sub.parent / "timestamp.txt", dest / "timestamp.txt")
+            shutil.copyfile(sub, dest / f"{chapter}.ipynb")
+            # beside it only its timestamp; everything handed in with it only for the tests' controls, which prove
+            # the sandbox keeps such files harmless
+            beside = sub.parent.rglob("*") if copy_beside else [sub.parent / "timestamp.txt"]
+            for extra in (p for p in beside if p.is_file() and p != sub):
+                (dest / extra.relative_to(sub.parent)).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(extra, dest / extra.relative_to(sub.parent))
         job_spaces.append(job)
     errors: dict[int, str | None] = {}
 
@@ -183,8 +182,8 @@ def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], j
 
 def incidents_of(ws: Workspace, chapter: str, student: str) -> list[integrity.Incident]:
     """The incidents recorded in a student's autograded notebook."""
-    path = ws.root / "autograded" / student / chapter / f"{chapter}.ipynb"
-    return integrity.stored(nbk.read(path)) if path.exists() else []
+    graded = ws.autograded(student, chapter)
+    return integrity.stored(graded) if graded is not None else []
 
 
 def fill_scores(ws: Workspace, chapter: str, results: dict[str, Result]) -> None:
@@ -229,10 +228,8 @@ def grade_one(path: Path, chapter: str, root: Path, extra_args: tuple[str, ...] 
     except NbgraderError as exc:
         error = exc
     seconds = time.perf_counter() - start
-    graded_path = ws.root / "autograded" / student / chapter / f"{chapter}.ipynb"
-    graded = nbk.read(graded_path) if graded_path.exists() else None
-    return GradedNotebook(ws.cell_scores(chapter).get(student, {}), graded,
-                          integrity.stored(graded) if graded is not None else [], error, seconds)
+    return GradedNotebook(ws.cell_scores(chapter).get(student, {}), ws.autograded(student, chapter),
+                          incidents_of(ws, chapter, student), error, seconds)
 
 
 @dataclass(frozen=True)

@@ -124,9 +124,9 @@ def results(chapter: str, graded, scores: dict, incidents: list[integrity.Incide
                       "output": "\n".join(lost) if lost else "All checks passed."})
     out = {"score": sum(t["score"] for t in tests), "tests": tests, "visibility": "visible",
            "stdout_visibility": "hidden"}
-    if integrity.shown(incidents):
-        out["output"] = scrub("The grader noted:\n" + "\n".join(f"- {i.words()}" for i in integrity.shown(incidents)),
-                              chapter)[0]
+    listed = integrity.shown(incidents)
+    if listed:
+        out["output"] = scrub("The grader noted:\n" + "\n".join(f"- {i.words()}" for i in listed), chapter)[0]
     return out
 
 

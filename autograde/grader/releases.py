@@ -23,14 +23,14 @@ from autograde.paths import REPO
 FOLDER = REPO / "autograde" / "releases"
 
 
-def record_path(chapter: str) -> Path:
-    return FOLDER / f"{chapter}.json"
+def record_path(chapter: str, folder: Path = FOLDER) -> Path:
+    return Path(folder) / f"{chapter}.json"
 
 
-def load(chapter: str, folder: Path | None = None) -> EarlierReleases:
+def load(chapter: str, folder: Path = FOLDER) -> EarlierReleases:
     """The recorded earlier releases of a chapter (none when nothing was recorded), from `folder` (a grading
     workspace's copy) or the repository's record."""
-    path = record_path(chapter) if folder is None else Path(folder) / f"{chapter}.json"
+    path = record_path(chapter, folder)
     if not chapter or not path.exists():
         return EarlierReleases()
     return EarlierReleases(tuple(json.loads(path.read_text()).get("releases", ())))

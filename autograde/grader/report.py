@@ -23,8 +23,9 @@ def format_summary(results: dict[str, dict[str, Result]], chapters: tuple[str, .
                 row.append("failed" if res.score is None else f"{res.score:g} / {res.max_score:g}")
             got += res.score or 0.0
             maximum += res.max_score
-            count += len(integrity.shown(res.incidents))
-            words += [f"{student} {chapter or '(no chapter)'}: {inc.words()}" for inc in integrity.shown(res.incidents)]
+            listed = integrity.shown(res.incidents)
+            count += len(listed)
+            words += [f"{student} {chapter or '(no chapter)'}: {inc.words()}" for inc in listed]
         row += [f"{got:g} / {maximum:g}", f"{100 * got / maximum:.0f}" if maximum else "-", str(count) if count else "none"]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]

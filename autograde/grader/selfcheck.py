@@ -131,9 +131,10 @@ def format_report(lines: list[Line], incidents: list[integrity.Incident]) -> str
     waiting = len({ln.exercise for ln in lines if not ln.attempted})
     todo = f" ({waiting} exercise{'s' if waiting != 1 else ''} not attempted yet)" if waiting else ""
     out.append(f"\nTotal: {got:g} / {total:g}{todo}")
-    if integrity.shown(incidents):
+    listed = integrity.shown(incidents)
+    if listed:
         out.append("\nThe grader also noted:")
-        out += [f"  - {inc.words()}" for inc in integrity.shown(incidents)]
+        out += [f"  - {inc.words()}" for inc in listed]
     return "\n".join(out)
 
 

@@ -162,6 +162,11 @@ class Workspace:
                 gb.update_or_create_student(student)
 
     # -- reading results ----------------------------------------------------
+    def autograded(self, student: str, chapter: str) -> NotebookNode | None:
+        """The notebook nbgrader autograde wrote for a student (None when it wrote none)."""
+        path = self.root / "autograded" / student / chapter / f"{chapter}.ipynb"
+        return nbk.read(path) if path.exists() else None
+
     @property
     def db_url(self) -> str:
         return f"sqlite:///{self.root / 'gradebook.db'}"

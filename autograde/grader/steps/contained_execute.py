@@ -89,8 +89,7 @@ class SandboxedExecute(Execute):
                 self._incidents.append(incidents.Incident(
                     "hook", first, "the notebook changed how later cells run (" + ", ".join(self._hooks) + "); "
                                    "the grader undid it before every test cell, so it changed no score"))
-            incidents.add(nb, self._incidents)
-            incidents.store(nb, incidents.settle_own_files(incidents.stored(nb), self._writes))
+            incidents.store(nb, incidents.settle_own_files(incidents.stored(nb) + self._incidents, self._writes))
 
     def _file_writes(self) -> dict | None:
         """The harness's record of where the notebook wrote files (None when the kernel cannot say)."""
