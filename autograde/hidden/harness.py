@@ -119,12 +119,13 @@ def _hook_values(shell) -> dict[str, tuple[Any, str]]:
 
 
 _WRITTEN: set[str] = set()   # absolute paths the kernel opened for writing since start()
+_MOST_WRITTEN = 10_000       # a notebook that opens more for writing is not told apart from one that hides a write
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
 def _audit(event: str, args: tuple) -> None:
     """sys.addaudithook's hook: remember each path opened for writing (never raises, keeps 10,000 at most)."""
-    if event != "open" or len(_WRITTEN) >= 10_000:
+    if event != "open" or len(_WRITTEN) >= _MOST_WRITTEN:
         return
     try:
         path, mode, flags = args
@@ -156,6 +157,8 @@ def file_writes() -> str:
             total += os.stat(path).st_size
         except OSError:
             pass
+    if len(_WRITTEN) >= _MOST_WRITTEN:   # the record stopped: what came after it is unknown
+        elsewhere.append(f"(more than {_MOST_WRITTEN} files opened for writing; the rest not recorded)")
     return json.dumps({"bytes": total, "elsewhere": elsewhere[:20]})
 
 

@@ -532,6 +532,26 @@ def test_scan_names_the_plain_files_a_cell_keeps_beside_it(code, own):
     assert integrity.scan(code)[1] == own
 
 
+def test_a_full_write_record_counts_as_written_elsewhere(tmp_path, monkeypatch):
+    """Past its cap the audit hook records nothing more, so a notebook could open many small files, then write a
+    big one unseen: a full record is reported as incomplete, and the files incidents stay in the report."""
+    from autograde.hidden import harness
+
+    monkeypatch.setattr(harness, "_STATE", {"folder": str(tmp_path)})
+    monkeypatch.setattr(harness, "_MOST_WRITTEN", 3)
+    monkeypatch.setattr(harness, "_WRITTEN", set())
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("x")
+        harness._audit("open", (str(tmp_path / name), "w", 0))
+    assert json.loads(harness.file_writes()) == {"bytes": 2, "elsewhere": []}
+    for name in ("c.txt", "big.bin"):
+        harness._audit("open", (str(tmp_path / name), "w", 0))
+    record = json.loads(harness.file_writes())
+    assert str(tmp_path / "big.bin") not in harness._WRITTEN and record["elsewhere"], record
+    notes = integrity.Incident("files", "c1", "cell c1 reads, writes or lists files (open)", own_files=("n.txt",))
+    assert integrity.settle_own_files([notes], record) == [notes]
+
+
 def test_own_files_leave_the_report_only_when_the_run_wrote_little_and_only_in_its_folder():
     notes = integrity.Incident("files", "c1", "cell c1 reads, writes or lists files (open)", own_files=("n.txt",))
     listing = integrity.Incident("files", "c2", "cell c2 reads, writes or lists files (os.listdir)")
