@@ -111,11 +111,11 @@ grade: $(STAMP)
 
 selfcheck: $(STAMP)
 	@test -n "$(NB)" || { echo "usage: make selfcheck NB=path/to/chapter.ipynb"; exit 2; }
-	$(PY) -m autograde.grader.selfcheck "$(NB)" $(if $(WEAK),--weak-containment)
+	$(PY) -m autograde.grader.apps.selfcheck "$(NB)" $(if $(WEAK),--weak-containment)
 
 gradescope: $(STAMP)
 	$(PY) -m autograde.build --if-stale
-	for ch in $$(ls source); do test -f source/$$ch/$$ch.ipynb || continue; $(PY) -m autograde.grader.gradescope export $$ch .work/gradescope $(if $(WEAK),--weak-containment) || exit 1; done
+	for ch in $$(ls source); do test -f source/$$ch/$$ch.ipynb || continue; $(PY) -m autograde.grader.apps.gradescope export $$ch .work/gradescope $(if $(WEAK),--weak-containment) || exit 1; done
 
 .PHONY: student-edition
 student-edition: $(STAMP)

@@ -4,7 +4,7 @@ Run nbgrader from the repository root, or from a workspace made by
 autograde.grader.workspace (its own nbgrader_config.py loads this file and sets
 the workspace as the course root, so run-time state stays out of git).
 """
-from autograde.grader.limits import LIMITS
+from autograde.grader.records.limits import LIMITS
 from autograde.grader.steps import (
     WARNING_PATTERN, ApplyIncidents, DetectTampering, NoteFileAccess, DropEmptyMetadata, HideHiddenTestsInFeedback,
     RestoreMissingCells, SandboxedExecute, StripCellTags,
@@ -53,7 +53,7 @@ c.OverwriteCells.add_missing_cells = True
 # grading goes on. Tampering and forbidden code (torch, this chapter's reference
 # engine, patched helpers) are recorded as incidents in the autograded notebook's
 # metadata; forbidden code costs the exercise it belongs to (ApplyIncidents).
-# The limits themselves are written once, in autograde/grader/limits.py.
+# The limits themselves are written once, in autograde/grader/records/limits.py.
 c.SandboxedExecute.notebook_timeout = LIMITS.notebook_seconds
 c.SandboxedExecute.max_output_bytes = LIMITS.output_chars
 c.SandboxKernelManager.memory_limit = LIMITS.memory_bytes     # RLIMIT_DATA (not RLIMIT_AS)

@@ -1,6 +1,7 @@
 """Reading, classifying and rewriting notebook cells the way the build and the tests need."""
 from __future__ import annotations
 
+import ast
 import copy
 import hashlib
 import json
@@ -183,3 +184,48 @@ def tests_of(nb: NotebookNode) -> dict[str, tuple[str, ...]]:
         for answer in answers:
             out.setdefault(answer, []).append(test)
     return {answer: tuple(tests) for answer, tests in out.items()}
+
+
+# -- reading cells' code ----------------------------------------------------------------------------
+def normalised(source: str) -> str:
+    """Source without trailing spaces and blank lines, for comparing versions of a cell."""
+    return "\n".join(line.rstrip() for line in source.strip().splitlines() if line.strip())
+
+
+def python_of(source: str) -> str:
+    """Cell source as plain Python (IPython magics and shell escapes turned into calls)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - fall back to the raw source
+        return source
+
+
+def defined_names(source: str) -> set[str]:
+    """Top-level names a cell defines (functions, classes, assignments)."""
+    try:
+        tree = ast.parse(python_of(source))
+    except SyntaxError:
+        return set()
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return out
+
+
+def exercise_tests(nb: NotebookNode) -> dict[int, list[str]]:
+    """Per code cell index, the test cells after it up to the next answer cell (the exercise it belongs to)."""
+    out: dict[int, list[str]] = {}
+    for i, cell in enumerate(nb.cells):
+        tests = []
+        for later in nb.cells[i + 1:]:
+            if is_solution(later):
+                break
+            if is_test(later):
+                tests.append(grade_id(later))
+        out[i] = tests
+    return out

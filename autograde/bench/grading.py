@@ -5,7 +5,7 @@
 N copies of a bundled example notebook (default: alice's, full marks) of one chapter are graded, feedback
 off, (1) by plain nbgrader with its defaults (generate_assignment, then autograde of every student, in its own
 kernel: no containment, no harness, no course checks), started as the grading command starts nbgrader, and
-(2) by the grading command (autograde.grader.command: containment, the harness around every test cell, the
+(2) by the grading command (autograde.grader.apps.grade: containment, the harness around every test cell, the
 tampering and file checks, the gradebook import and the CSV) with each --jobs value. Prints the seconds, the
 ratio to (1) and the CPU time. With --bare, also the same notebooks executed with nbclient alone, with and
 without the hidden tests. A measurement, not a test: the load average is printed with it, since other work on
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from autograde.build import products as build
 from autograde import notebook as nbk
-from autograde.grader.command import PHASES, grade_all
+from autograde.grader.apps.grade import PHASES, grade_all
 from autograde.grader.workspace import Workspace
 
 EXAMPLES = ("alice", "bob", "carol")
@@ -63,7 +63,7 @@ def plain_nbgrader(chapter: str, subs: Path, root: Path) -> float:
     ws.create((chapter,))
     (ws.root / "nbgrader_config.py").write_text(PLAIN_CONFIG.format(root=str(ws.root)))
     t0 = time.perf_counter()
-    ws.generate_assignment(chapter)
+    ws.nbgrader("generate_assignment", chapter, "--force", log=f"generate_assignment-{chapter}")  # its command
     for folder in sorted(subs.iterdir()):
         ws.submit(folder.name, chapter, folder / chapter / f"{chapter}.ipynb")
     ws.autograde(chapter)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 
 from autograde import notebook as nbk
-from autograde.grader.incidents import python_of
+from autograde.notebook import python_of
 
 
 def is_demo(cell: nbk.NotebookNode) -> bool:

@@ -138,7 +138,7 @@ def worker(plan_path: Path) -> None:
 
     data = json.loads(plan_path.read_text())
     cells, jobs = data["cells"], data["jobs"]
-    from autograde.grader.limits import LIMITS
+    from autograde.grader.records.limits import LIMITS
 
     cell_timeout = int(data.get("cell_timeout", LIMITS.cell_seconds))
     child_timeout = int(data.get("child_timeout", LIMITS.notebook_seconds))

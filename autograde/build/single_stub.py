@@ -26,7 +26,7 @@ from autograde import notebook as nbk
 from autograde.build.forked import BASE, run_plan
 from autograde.build import catalogue as mut
 from autograde.build import visible
-from autograde.grader.incidents import defined_names, python_of
+from autograde.notebook import defined_names, python_of
 from autograde.paths import release_path, source_path
 
 ALLOWED = ("NotAnsweredYet",)

@@ -29,8 +29,8 @@ from nbformat import NotebookNode
 from autograde import notebook as nbk
 from autograde.build import catalogue as mut
 from autograde.build.forked import BASE, run_plan
-from autograde.grader.incidents import exercise_tests
-from autograde.grader.limits import LIMITS
+from autograde.notebook import exercise_tests
+from autograde.grader.records.limits import LIMITS
 from autograde.build.demo_cells import is_demo
 from autograde.grader.steps import WARNING_PATTERN
 from autograde.grader.test_plans import blocked_references, plans

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from autograde import notebook as nbk
 from autograde.build import catalogue as mut
 from autograde.build.forked import run_plan
-from autograde.grader.limits import LIMITS
+from autograde.grader.records.limits import LIMITS
 from autograde.paths import release_path, source_path
 
 CELL_TIMEOUT = LIMITS.cell_seconds  # the course's limit per cell (an endless loop is a caught mutant, reported as such)

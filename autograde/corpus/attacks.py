@@ -5,7 +5,7 @@ filled from the source) with one hostile change, or the release with the
 first exercise left blank where the attack is about getting points for it.
 It says exactly which test cells must score 0 (all others must keep full
 marks) and which incidents the grader must report. The tests grade the whole
-corpus through the real grading command (autograde.grader.command).
+corpus through the real grading command (autograde.grader.apps.grade).
 
 Usage: python -m autograde.corpus.attacks CHAPTER DEST   (writes DEST/<attack>/<chapter>/<chapter>.ipynb)
        python -m autograde.corpus.attacks CHAPTER DEST.zip   (the same, as an LMS export: nested folders, a
@@ -23,7 +23,6 @@ from nbformat import NotebookNode
 
 from autograde import paths as build
 from course import CHAPTERS
-from autograde.grader import incidents as integrity
 from autograde.build import catalogue as mut
 from autograde import notebook as nbk
 
@@ -63,10 +62,10 @@ class Attack:
 
 def _first_exercise(release: NotebookNode) -> tuple[str, str, list[str]]:
     """(answer cell grade_id, the function it defines, its test cells) of the first exercise with a function."""
-    tests = integrity.exercise_tests(release)
+    tests = nbk.exercise_tests(release)
     for i, cell in enumerate(release.cells):
         if nbk.is_solution(cell) and tests[i]:
-            names = [n for n in integrity.defined_names(cell.source) if not n[:1].isupper()]
+            names = [n for n in nbk.defined_names(cell.source) if not n[:1].isupper()]
             if names:
                 return nbk.grade_id(cell), sorted(names)[0], tests[i]
     raise ValueError("no exercise with a function and a test cell")

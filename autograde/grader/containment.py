@@ -63,7 +63,7 @@ from course import CHAPTERS
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Int, Unicode
 
-from autograde.grader.limits import LIMITS
+from autograde.grader.records.limits import LIMITS
 
 BWRAP: str | None = os.environ.get("COURSE_BWRAP") or None
 """The bwrap to use; None: the first of `bwrap_candidates()` that works here (see `bwrap`)."""

@@ -17,8 +17,8 @@ from pathlib import Path
 from nbformat import NotebookNode
 from tqdm import tqdm
 
-from autograde.grader import incidents as integrity
-from autograde.grader.limits import LIMITS
+from autograde.grader.records import incidents as integrity
+from autograde.grader.records.settings import Settings
 from autograde.grader.workspace import CellScore, NbgraderError, Workspace
 
 
@@ -118,17 +118,29 @@ def _import_results(main: Workspace, job: Workspace, chapter: str, students: lis
     return missing
 
 
-def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], jobs: int,
-                  notebook_timeout: float, quiet: bool = False,
-                  ignored: dict[Path, tuple[str, ...]] | None = None, copy_beside: bool = False) -> dict[str, Result]:
-    """Autograde every submission of one chapter over `jobs` job workspaces and import the results."""
+def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], jobs: int, quiet: bool = False,
+                  ignored: dict[Path, tuple[str, ...]] | None = None, copy_beside: bool = False,
+                  ungradable: dict[str, str] | None = None) -> dict[str, Result]:
+    """Autograde every submission of one chapter over `jobs` job workspaces (with the main workspace's settings),
+    import the results into the main gradebook and return each student's Result, score included. A student in
+    `ungradable` (student -> why) is not run: 0, with an incident saying why, and a row in the gradebook."""
+    results = _autograde_all(main, chapter, submissions, jobs, quiet, ignored, copy_beside)
+    for student, why in (ungradable or {}).items():
+        results[student] = Result(0.0, 0.0, [integrity.Incident("ungradable", chapter, f"not graded, 0: {why}")])
+    _fill_scores(main, chapter, results, zero=set(ungradable or ()))
+    return results
+
+
+def _autograde_all(main: Workspace, chapter: str, submissions: dict[str, Path], jobs: int, quiet: bool,
+                   ignored: dict[Path, tuple[str, ...]] | None, copy_beside: bool) -> dict[str, Result]:
+    """nbgrader autograde over the job workspaces; per student the incidents (scores come from the gradebook)."""
     students = sorted(submissions)
     if not students:
         return {}
     shards = [s for s in (students[i::jobs] for i in range(max(1, jobs))) if s]
     job_spaces: list[Workspace] = []
     for k, shard in enumerate(shards):
-        job = Workspace(main.root / "jobs" / f"{chapter}-{k}", extra_args=main.extra_args)
+        job = Workspace(main.root / "jobs" / f"{chapter}-{k}", main.settings)
         if job.root.exists():
             shutil.rmtree(job.root)
         job.create((chapter,))
@@ -148,8 +160,7 @@ def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], j
     errors: dict[int, str | None] = {}
 
     def run(k: int) -> None:
-        budget = len(shards[k]) * (notebook_timeout + 60) + 300
-        errors[k] = _autograde_job(job_spaces[k], chapter, budget)
+        errors[k] = _autograde_job(job_spaces[k], chapter, main.settings.job_seconds(len(shards[k])))
 
     with Progress(chapter, len(students), [j.logs / f"autograde-{chapter}.log" for j in job_spaces], quiet):
         threads = [threading.Thread(target=run, args=(k,)) for k in range(len(shards))]
@@ -186,8 +197,9 @@ def incidents_of(ws: Workspace, chapter: str, student: str) -> list[integrity.In
     return integrity.stored(graded) if graded is not None else []
 
 
-def fill_scores(ws: Workspace, chapter: str, results: dict[str, Result]) -> None:
-    """Scores from the main gradebook; every student in results is in it (so in grades.csv), with 0 if not graded."""
+def _fill_scores(ws: Workspace, chapter: str, results: dict[str, Result], zero: set[str]) -> None:
+    """Scores from the main gradebook; every student in results is in it (so in grades.csv): None where nothing
+    was graded, 0 for the students in `zero` (not gradable)."""
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook(ws.db_url) as gb:
@@ -196,7 +208,7 @@ def fill_scores(ws: Workspace, chapter: str, results: dict[str, Result]) -> None
             gb.update_or_create_student(student)
             res.max_score = maximum
             try:
-                res.score = float(gb.find_submission(chapter, student).score)
+                res.score = 0.0 if student in zero else float(gb.find_submission(chapter, student).score)
             except MissingEntry:
                 res.score = None
 
@@ -211,25 +223,23 @@ class GradedNotebook:
     incidents: list[integrity.Incident]
     error: NbgraderError | None = None
     seconds: float = 0.0
-    """how long nbgrader autograde took (the assignment's generation left out)"""
+    """how long grading took (the assignment's generation left out)"""
 
 
-def grade_one(path: Path, chapter: str, root: Path, extra_args: tuple[str, ...] = (),
+def grade_one(path: Path, chapter: str, root: Path, settings: Settings | None = None,
               student: str = "student") -> GradedNotebook:
-    """Autograde one notebook of `chapter` in a fresh workspace at `root`: generate the assignment, submit,
-    autograde, and read back what nbgrader wrote (the self-check and the Gradescope runner)."""
-    ws = Workspace(root, extra_args=extra_args)
+    """Autograde one notebook of `chapter` in a fresh workspace at `root`, through grade_chapter as a class is
+    graded (the self-check, the Gradescope runner, the notebook benchmark)."""
+    ws = Workspace(root, settings)
     ws.create((chapter,))
     ws.generate_assignment(chapter)
-    ws.submit(student, chapter, Path(path))
-    error, start = None, time.perf_counter()
-    try:
-        ws.autograde(chapter)
-    except NbgraderError as exc:
-        error = exc
+    start = time.perf_counter()
+    result = grade_chapter(ws, chapter, {student: Path(path)}, jobs=1, quiet=True)[student]
     seconds = time.perf_counter() - start
+    failed = [i for i in result.incidents if i.kind == "failed"]
+    error = NbgraderError(failed[0].text) if failed else None
     return GradedNotebook(ws.cell_scores(chapter).get(student, {}), ws.autograded(student, chapter),
-                          incidents_of(ws, chapter, student), error, seconds)
+                          [i for i in result.incidents if i.kind != "failed"], error, seconds)
 
 
 @dataclass(frozen=True)
@@ -242,15 +252,15 @@ class Submission:
 
 
 def grade_in_parallel(root: Path, chapter: str, submissions: dict[str, Submission],
-                      jobs: int = 2, extra_args: tuple[str, ...] = ()) -> dict[str, dict[str, CellScore]]:
+                      jobs: int = 2, settings: Settings | None = None) -> dict[str, dict[str, CellScore]]:
     """Grade many notebooks of one chapter the way the grading command does (grade_chapter over `jobs` job
     workspaces, imported into one main gradebook under root), the files handed in beside them included; per
     student, per test cell, the score."""
-    main = Workspace(Path(root) / "main", extra_args=extra_args)
+    main = Workspace(Path(root) / "main", settings)
     main.create((chapter,))
     main.generate_assignment(chapter)
     paths = {}
     for student, sub in submissions.items():
         paths[student] = main.submit(student, chapter, sub.notebook, dict(sub.extra_files))
-    grade_chapter(main, chapter, paths, jobs, LIMITS.notebook_seconds, quiet=True, copy_beside=True)
+    grade_chapter(main, chapter, paths, jobs, quiet=True, copy_beside=True)
     return main.cell_scores(chapter)

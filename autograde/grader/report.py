@@ -2,7 +2,7 @@
 incident in words (the ones an instructor need not look at are in incidents.json only)."""
 from __future__ import annotations
 
-from autograde.grader import incidents as integrity
+from autograde.grader.records import incidents as integrity
 from autograde.grader.core import Result
 
 

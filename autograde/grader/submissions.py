@@ -28,7 +28,6 @@ from pathlib import Path
 
 from course import CHAPTERS
 from autograde import notebook as nbk
-from autograde.grader import incidents as integrity
 
 
 def available_chapters() -> tuple[str, ...]:
@@ -41,14 +40,14 @@ def fingerprint(chapter: str) -> tuple[frozenset[str], frozenset[str]]:
     """(grade_ids, markdown texts) of a chapter's source notebook: what recognises a notebook of it."""
     cells = nbk.read(nbk.REPO / "source" / chapter / f"{chapter}.ipynb").cells
     return (frozenset(filter(None, map(nbk.grade_id, cells))),
-            frozenset(integrity.normalised(c.source) for c in cells if c.cell_type == "markdown" and c.source.strip()))
+            frozenset(nbk.normalised(c.source) for c in cells if c.cell_type == "markdown" and c.source.strip()))
 
 
 def detect_chapter(nb, chapters: tuple[str, ...], name: str = "") -> str | None:
     """The chapter a notebook belongs to: most grade_ids in common, else most markdown cells in common (a notebook
     pasted into a new one keeps its text, not its metadata), the file name breaking ties; None if nothing matches."""
     ids = {nbk.grade_id(c) for c in nb.cells} - {None}
-    texts = {integrity.normalised(c.source) for c in nb.cells if c.get("cell_type") == "markdown"}
+    texts = {nbk.normalised(c.source) for c in nb.cells if c.get("cell_type") == "markdown"}
     best = sorted(((len(ids & fingerprint(ch)[0]), len(texts & fingerprint(ch)[1]), ch in name, ch) for ch in chapters),
                   reverse=True)
     return best[0][3] if best and any(best[0][:3]) else None

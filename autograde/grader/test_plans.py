@@ -16,7 +16,7 @@ from pathlib import Path
 from course import CHAPTERS
 
 from autograde import notebook as nbk
-from autograde.grader.incidents import defined_names
+from autograde.notebook import defined_names
 
 
 @dataclass(frozen=True)

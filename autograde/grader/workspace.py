@@ -1,23 +1,32 @@
-"""An nbgrader course folder outside the repository, driven through nbgrader's own commands.
+"""An nbgrader course folder outside the repository, driven through nbgrader's own apps and commands.
 
 A Workspace holds nbgrader's run-time state (source copy, release,
 submitted/, autograded/, feedback/, gradebook.db) in a folder that git
 ignores. Its nbgrader_config.py loads the repository's configuration, so an
 instructor can also `cd` into it and run any nbgrader command by hand.
+
+generate_assignment and generate_feedback run nbgrader's apps in this process
+(as nbgrader's own NbGraderAPI does: an nbgrader process costs seconds to
+start); autograde runs the student's code and goes to an nbgrader process,
+which a time limit can stop. Both read the run's Settings.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from nbformat import NotebookNode
 
 from autograde import notebook as nbk
-from autograde.grader import releases
+from autograde.grader.records import releases
+from autograde.grader.records.settings import Settings
 
 CONFIG_TEMPLATE = '''"""nbgrader settings for this workspace: the course's own, with this folder as the root."""
 c = get_config()  # noqa: F821
@@ -25,6 +34,9 @@ load_subconfig({repo_config!r})  # noqa: F821
 c.CourseDirectory.root = {root!r}
 '''
 
+
+_IN_PROCESS = threading.Lock()
+"""nbgrader's converters chdir into the course root while they run: one app at a time in this process."""
 
 RELEASES = "earlier_releases"
 """The workspace's copy of autograde/releases/<chapter>.json: a grading step reads the workspace, not the repository."""
@@ -57,9 +69,9 @@ class CellScore:
 class Workspace:
     """One nbgrader course root with its own gradebook."""
 
-    def __init__(self, root: Path, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, root: Path, settings: Settings | None = None) -> None:
         self.root = Path(root).resolve()
-        self.extra_args = tuple(extra_args)
+        self.settings = settings or Settings()
         self.logs = self.root / "logs"
 
     # -- setting up ---------------------------------------------------------
@@ -82,33 +94,87 @@ class Workspace:
                 (self.root / RELEASES).mkdir(exist_ok=True)
                 shutil.copyfile(record, self.root / RELEASES / record.name)
 
+    def _env(self) -> dict[str, str]:
+        # nbgrader runs `alembic` from PATH when it creates a gradebook: this interpreter's bin folder goes first,
+        # so an un-activated virtual environment works
+        return dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+
+    @staticmethod
+    def _check(what: str, text: str, failed: bool, log_path: Path) -> None:
+        """Raise NbgraderError when an nbgrader step failed or logged an error (nbgrader autograde exits 0 even
+        when a notebook could not be graded; its log says so)."""
+        if failed or "[ERROR]" in text:
+            tail = "\n".join(text.splitlines()[-40:])
+            errors = "\n".join(ln for ln in text.splitlines() if "[ERROR]" in ln)[-2000:]
+            raise NbgraderError(f"{what} failed in {log_path.parent.parent} (log {log_path}):\n{tail}",
+                                errors or f"{what} failed")
+
     def nbgrader(self, *args: str, log: str, timeout: float | None = None) -> None:
-        """Run one nbgrader command in this workspace (stopped after `timeout` seconds if given); raise
-        NbgraderError with its log if it fails. Every nbgrader process the grader starts starts here."""
-        cmd = [sys.executable, "-m", "nbgrader", *args, *self.extra_args]
+        """Run one nbgrader command in this workspace as a process, with the run's settings (stopped after
+        `timeout` seconds if given); raise NbgraderError with its log if it fails. Every nbgrader process the
+        grader starts starts here."""
+        cmd = [sys.executable, "-m", "nbgrader", *args, *self.settings.args()]
         log_path = self.logs / f"{log}.log"
-        # nbgrader runs `alembic` from PATH: put this interpreter's bin folder first,
-        # so an un-activated virtual environment works.
-        env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
         what = f"`nbgrader {' '.join(args)}`"
         with log_path.open("w") as out:
             try:
-                proc = subprocess.run(cmd, cwd=self.root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                proc = subprocess.run(cmd, cwd=self.root, env=self._env(), stdout=out, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, timeout=timeout)
             except subprocess.TimeoutExpired:
                 why = f"{what} ran past {timeout:.0f} s and was stopped"
                 raise NbgraderError(f"{why} (log {log_path})", why) from None
         text = log_path.read_text(errors="replace")
-        # nbgrader autograde exits 0 even when a notebook could not be graded; its log says so.
-        if proc.returncode != 0 or "[ERROR]" in text:
-            tail = "\n".join(text.splitlines()[-40:])
-            errors = "\n".join(ln for ln in text.splitlines() if "[ERROR]" in ln)[-2000:]
-            raise NbgraderError(f"{what} failed in {self.root} (log {log_path}):\n{tail}",
-                                errors or f"exit status {proc.returncode}")
+        if proc.returncode != 0:
+            text += f"\n[ERROR] exit status {proc.returncode}\n"
+        self._check(what, text, proc.returncode != 0, log_path)
+
+    @contextmanager
+    def _app_environment(self):
+        """One nbgrader app at a time, with the PATH an nbgrader process would get; the folder restored after."""
+        with _IN_PROCESS:
+            saved_path, saved_cwd = os.environ.get("PATH"), os.getcwd()
+            os.environ["PATH"] = self._env()["PATH"]
+            try:
+                yield
+            finally:
+                os.chdir(saved_cwd)
+                if saved_path is None:
+                    os.environ.pop("PATH", None)
+                else:
+                    os.environ["PATH"] = saved_path
+
+    def run_app(self, app_class: type, chapter: str, log: str, **traits) -> None:
+        """Run one of nbgrader's converters (GenerateAssignment, GenerateFeedback) on `chapter` in this
+        process, with this workspace's nbgrader_config.py and the run's settings, as nbgrader's NbGraderAPI runs
+        them; its log goes to logs/<log>.log. Raise NbgraderError if it fails or logs an error."""
+        from nbgrader.coursedir import CourseDirectory
+        from nbgrader.utils import capture_log
+        from traitlets.config.loader import PyFileConfigLoader
+
+        log_path = self.logs / f"{log}.log"
+        with self._app_environment():
+            config = PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
+            config.merge(self.settings.config())
+            # a logger of its own: its lines go to the log file, not to the grading command's output
+            logger = logging.getLogger(f"autograde.nbgrader.{log}")
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
+            coursedir = CourseDirectory(config=config, log=logger)
+            coursedir.assignment_id = chapter
+            app = app_class(coursedir=coursedir, config=config, log=logger)
+            for name, value in traits.items():
+                setattr(app, name, value)
+            result = capture_log(app)
+        text = result.get("log", "") + (("\n[ERROR] " + result["error"]) if result.get("error") else "")
+        log_path.write_text(text)
+        self._check(f"nbgrader {app_class.__name__}", text, not result.get("success"), log_path)
 
     def generate_assignment(self, chapter: str) -> Path:
         """nbgrader generate_assignment: writes release/<chapter>/ and the chapter's cells into the gradebook."""
-        self.nbgrader("generate_assignment", chapter, "--force", log=f"generate_assignment-{chapter}")
+        from nbgrader.converters import GenerateAssignment
+
+        self.run_app(GenerateAssignment, chapter, f"generate_assignment-{chapter}", force=True,
+                     create_assignment=True)
         return self.root / "release" / chapter / f"{chapter}.ipynb"
 
     def submit(self, student: str, chapter: str, nb: NotebookNode | Path,
@@ -137,7 +203,9 @@ class Workspace:
 
     def generate_feedback(self, chapter: str) -> Path:
         """nbgrader generate_feedback: one HTML page per student, hidden tests removed."""
-        self.nbgrader("generate_feedback", chapter, "--force", log=f"generate_feedback-{chapter}")
+        from nbgrader.converters import GenerateFeedback
+
+        self.run_app(GenerateFeedback, chapter, f"generate_feedback-{chapter}", force=True)
         return self.root / "feedback"
 
     def export(self, csv_path: Path) -> Path:

@@ -1,7 +1,7 @@
 """The grading command on the adversarial corpus: exact scores, incidents, containment, nothing changed or left.
 
 The whole corpus of ch01 (autograde.corpus.attacks: one submission per attack) is
-graded once through the real command (autograde.grader.command, which runs nbgrader
+graded once through the real command (autograde.grader.apps.grade, which runs nbgrader
 autograde with the course's configuration), with two jobs, from a zip laid out as an
 LMS export (nested folders, a folder name that is not UTF-8). When make test runs as
 root, the attacks whose outcome depends on the sandbox are graded a second time by an
@@ -29,11 +29,13 @@ import pytest
 
 from autograde.corpus import attacks as corpus
 from course import CHAPTERS
-from autograde.grader import command as grading
+from autograde.grader.apps import grade as grading
 from autograde.grader import submissions
 from autograde.grader import containment
-from autograde.grader import incidents as integrity
+from autograde.grader.records import incidents as integrity
+from autograde.grader.steps import note_file_access as file_scan
 from autograde import notebook as nbk
+from autograde.grader.records.settings import Settings
 from autograde.grader.workspace import Workspace
 
 from . import unprivileged
@@ -165,8 +167,8 @@ def _grade_as_grader(root: Path) -> Run:
     sandboxes = root / "sandboxes"  # this run's kernel folders: other tests may grade at the same time (xdist)
     os.environ["AUTOGRADE_SANDBOX_ROOT"] = str(sandboxes)
     try:
-        results, report = grading.grade_all(archive, ws, jobs=2, chapters=(CH,), cell_timeout=CELL_TIMEOUT,
-                                            notebook_timeout=grading.NOTEBOOK_TIMEOUT, quiet=True)
+        results, report = grading.grade_all(archive, ws, jobs=2, chapters=(CH,),
+                                            settings=Settings(cell_seconds=CELL_TIMEOUT), quiet=True)
     finally:
         del os.environ["AUTOGRADE_SANDBOX_ROOT"]
     left = _lingering(lambda: [p for p in {*_escaped(), *containment._processes_of(containment.kernel_uid())}
@@ -191,7 +193,7 @@ def _grade_unprivileged() -> Run:
     site = Path(user.run([str(user.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                          timeout=120).stdout.strip())
     before = _outside(site, [subs])
-    proc = user.run([str(user.python), "-m", "autograde.grader.command", str(subs), "--workspace", str(ws),
+    proc = user.run([str(user.python), "-m", "autograde.grader.apps.grade", str(subs), "--workspace", str(ws),
                      "--jobs", "2", "--chapter", CH, "--cell-timeout", str(CELL_TIMEOUT), "--no-feedback", "--quiet"],
                     timeout=1800, cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -235,6 +237,13 @@ def _outputs(nb, gid: str | None = None) -> str:
 def _csv(run: Run) -> dict[str, dict]:
     with open(run.ws.root / "grades.csv") as f:
         return {row["student_id"]: row for row in csv.DictReader(f) if row["assignment"] == CH}
+
+
+def test_nothing_to_grade_is_said_in_one_line(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert grading.main([str(tmp_path / "empty"), "--workspace", str(tmp_path / "ws"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "no notebook of" in err and "Traceback" not in err, err
 
 
 @pytest.mark.parametrize("kind,attack", RUNS)
@@ -374,14 +383,14 @@ def test_regrading_with_one_job_gives_the_same_gradebook(run, tmp_path):
     subset = tmp_path / "submitted"
     for student in again:
         shutil.copytree(run.subs / student, subset / student)
-    grading.grade_all(subset, run.ws.root, jobs=1, chapters=(CH,), cell_timeout=CELL_TIMEOUT,
-                      notebook_timeout=grading.NOTEBOOK_TIMEOUT, quiet=True, feedback=False)
+    grading.grade_all(subset, run.ws.root, jobs=1, chapters=(CH,), settings=Settings(cell_seconds=CELL_TIMEOUT),
+                      quiet=True, feedback=False)
     assert run.ws.cell_scores(CH) == first
 
 
 # -- the workspace holds what its steps read ----------------------------------------
 def test_grading_steps_read_the_workspace_not_the_repository(tmp_path):
-    from autograde.grader import releases
+    from autograde.grader.records import releases
     from autograde.grader.workspace import RELEASES, Workspace, course_file
 
     chapter = next(ch for ch in CHAPTERS if releases.record_path(ch).exists())   # a chapter with earlier releases
@@ -451,7 +460,7 @@ def _no_userns_bwrap(tmp_path) -> str:
 def test_grading_refuses_without_bubblewrap_and_names_the_fix(monkeypatch, tmp_path, capsys, case):
     """Where bubblewrap cannot run (not installed, or no user namespaces), one line says so and what to do, before
     anything starts; selfcheck and the Gradescope runner likewise."""
-    from autograde.grader import gradescope, selfcheck
+    from autograde.grader.apps import gradescope, selfcheck
 
     monkeypatch.setattr(containment, "BWRAP", str(tmp_path / "no-bwrap") if case == "missing" else _no_userns_bwrap(tmp_path))
     containment.forget_choice()
@@ -484,7 +493,7 @@ def test_weak_containment_grades_and_says_so(monkeypatch, tmp_path):
             if folder.name != "shadow_torch_py":  # the perfect notebook (and two files it handed in beside it)
                 shutil.rmtree(folder)
         results, report = grading.grade_all(subs, tmp_path / "ws", chapters=(CH,), quiet=True, feedback=False,
-                                            weak_containment=True)
+                                            settings=Settings(weak_containment=True))
     finally:
         containment.forget_choice()
     assert "Containment: WEAK" in report and "--weak-containment" in report
@@ -501,7 +510,7 @@ def test_weak_containment_grades_and_says_so(monkeypatch, tmp_path):
     ("import socket\nsocket.create_connection(('example.org', 80))", "uses the network"),
 ])
 def test_scan_notes_file_and_shell_access(code, finding):
-    found = integrity.scan_code(code)
+    found = file_scan.scan_code(code)
     assert any(finding in text for text in found), f"{code!r}: {found}"
 
 
@@ -513,7 +522,7 @@ def test_scan_notes_file_and_shell_access(code, finding):
     "class Dual:\n    def __add__(self, other):\n        return self",
 ])
 def test_scan_accepts_code_that_is_judged_at_run_time(code):
-    assert integrity.scan_code(code) == []
+    assert file_scan.scan_code(code) == []
 
 
 @pytest.mark.parametrize("code,own", [
@@ -529,7 +538,7 @@ def test_scan_accepts_code_that_is_judged_at_run_time(code):
     ('open("n.txt", "w")\nimport os\nos.system("ls")', ()),
 ])
 def test_scan_names_the_plain_files_a_cell_keeps_beside_it(code, own):
-    assert integrity.scan(code)[1] == own
+    assert file_scan.scan(code)[1] == own
 
 
 def test_a_full_write_record_counts_as_written_elsewhere(tmp_path, monkeypatch):
@@ -574,7 +583,7 @@ def _carol_expectation():
 
 
 def test_selfcheck_scores_and_explains_without_hidden_code(tmp_path):
-    from autograde.grader import selfcheck
+    from autograde.grader.apps import selfcheck
 
     from .test_products import _hidden_lines
 
@@ -608,7 +617,7 @@ def test_selfcheck_scores_and_explains_without_hidden_code(tmp_path):
 
 
 def test_selfcheck_exits_0_when_grading_worked_and_2_when_it_could_not(tmp_path, monkeypatch, capsys):
-    from autograde.grader import selfcheck
+    from autograde.grader.apps import selfcheck
 
     lost = [selfcheck.Line("dual", "test_dual_arithmetic", 0, 2, "AssertionError: Dual(1, 2) - 3 differs")]
     monkeypatch.setattr(selfcheck, "check", lambda *args, **kwargs: (lost, []))
@@ -623,7 +632,7 @@ def test_gradescope_export_runs_in_a_simulated_autograder(tmp_path):
     import subprocess
     import sys
 
-    from autograde.grader import gradescope
+    from autograde.grader.apps import gradescope
 
     from .test_products import _hidden_lines
 
@@ -643,11 +652,11 @@ def test_gradescope_export_runs_in_a_simulated_autograder(tmp_path):
     data = json.loads((root / "results" / "results.json").read_text())
     release = nbk.read(nbk.REPO / "release" / CH / f"{CH}.ipynb")
     exercises = [nbk.grade_id(c) for i, c in enumerate(release.cells)
-                 if nbk.is_solution(c) and integrity.exercise_tests(release)[i]]
+                 if nbk.is_solution(c) and nbk.exercise_tests(release)[i]]
     assert [t["name"] for t in data["tests"]] == exercises
     lost = _carol_expectation()
     tests_of = {nbk.grade_id(c): t for i, c in enumerate(release.cells) if nbk.is_solution(c)
-                for t in [integrity.exercise_tests(release)[i]]}
+                for t in [nbk.exercise_tests(release)[i]]}
     points = {nbk.grade_id(c): float(nbk.nbgrader_meta(c)["points"]) for c in release.cells if nbk.is_test(c)}
     for test in data["tests"]:
         cells = tests_of[test["name"]]
@@ -669,14 +678,14 @@ def test_notebook_time_limit_stops_the_rest(tmp_path):
     """
     from nbformat.v4 import new_code_cell
 
-    from autograde.grader import selfcheck
+    from autograde.grader.apps import selfcheck
 
     nb = nbk.read(nbk.REPO / "autograde" / "examples" / "alice" / f"{CH}.ipynb")
     first_answer = next(i for i, c in enumerate(nb.cells) if nbk.is_solution(c))
     nb.cells.insert(first_answer, new_code_cell("import time\ntime.sleep(120)"))
     notebook = tmp_path / f"{CH}.ipynb"
     nbk.write(nb, notebook)
-    lines, incidents = selfcheck.check(notebook, CH, cell_timeout=300, notebook_timeout=15)
+    lines, incidents = selfcheck.check(notebook, CH, Settings(cell_seconds=300, notebook_seconds=15))
     assert "time-limit" in {i.kind for i in incidents}, [i.words() for i in incidents]
     assert lines and all(ln.score == 0 for ln in lines), [(ln.test, ln.score) for ln in lines]
     assert "NotebookTimeLimit" in lines[-1].message, lines[-1]

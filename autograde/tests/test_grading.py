@@ -20,13 +20,14 @@ import os
 import pytest
 
 from course import CHAPTERS
-from autograde.grader.limits import LIMITS
+from autograde.grader.records.limits import LIMITS
 from autograde.build import products as build
 from autograde.build import catalogue as mut
 from autograde.build.examples import example_losses
 from autograde import notebook as nbk
 from autograde.build.verdicts import regions, share
 from autograde.grader.core import Submission, grade_in_parallel
+from autograde.grader.records.settings import Settings
 
 from .conftest import catalogue, source, graded_test_cells
 
@@ -140,7 +141,7 @@ class Batch:
         subs, self.where = graded_submissions(chapter)
         self.expected = {student: lost for student, (_, lost) in subs.items()}
         self.scores = grade_in_parallel(root, chapter, {s: sub for s, (sub, _) in subs.items()}, jobs=2,
-                                        extra_args=(f"--Execute.timeout={CELL_TIMEOUT}",))
+                                        settings=Settings(cell_seconds=CELL_TIMEOUT))
 
 
 class Batches(dict):
@@ -221,7 +222,8 @@ def test_setting_is_what_protects_the_score(tmp_path, student):
     chapter = "ch01_chain_rule"
     submission, _ = all_submissions(chapter)[student]
     flag, cell, correct = CONTROLS[student]
-    scores = grade_in_parallel(tmp_path, chapter, {student: submission}, jobs=1, extra_args=tuple(flag.split()))
+    scores = grade_in_parallel(tmp_path, chapter, {student: submission}, jobs=1,
+                               settings=Settings(overrides=tuple(flag.split())))
     got = scores.get(student, {}).get(cell)
     right = None if got is None else (got.max_score if correct == "full" else 0.0)
     assert got is None or got.score != right, (

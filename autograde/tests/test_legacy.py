@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from autograde import notebook as nbk
-from autograde.grader import command as grading
-from autograde.grader import releases
+from autograde.grader.apps import grade as grading
+from autograde.grader.records import releases
 
 LEGACY = Path(__file__).parent / "legacy"
 CHAPTERS = sorted(p.stem for p in LEGACY.glob("*.ipynb"))

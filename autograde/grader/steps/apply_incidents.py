@@ -6,8 +6,8 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograde import notebook as nbk
-from autograde.grader import incidents
-from autograde.grader.incidents import error_output
+from autograde.grader.records import incidents
+from autograde.grader.records.incidents import error_output
 
 
 class ApplyIncidents(NbGraderPreprocessor):

@@ -12,10 +12,10 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Int
 
 from autograde import notebook as nbk
-from autograde.grader import incidents
+from autograde.grader.records import incidents
 from autograde.grader.containment import SandboxKernelManager
-from autograde.grader.incidents import error_output
-from autograde.grader.limits import LIMITS
+from autograde.grader.records.incidents import error_output
+from autograde.grader.records.limits import LIMITS
 from autograde.grader.test_plans import TestPlan, blocked_references, plans
 from autograde.grader.workspace import course_file
 
@@ -142,7 +142,7 @@ class SandboxedExecute(Execute):
                 "cheating", where, f"graded code of {where} was not written in this notebook: "
                                    f"{', '.join(report['foreign'])}; it scores 0", (gid,)))
         counts = {c.get("execution_count"): i for i, c in enumerate(self.nb.cells) if c.cell_type == "code"}
-        owners = incidents.exercise_tests(self.nb)
+        owners = nbk.exercise_tests(self.nb)
         for module, count in report.get("blocked", []):
             index = counts.get(count)
             label = f"cell {incidents.label(self.nb.cells[index], index)}" if index is not None else "a cell"

@@ -1,18 +1,93 @@
 """Steps: record what a submission changed in cells it may not change; drop the metadata nbgrader would choke on."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat import NotebookNode
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograde import notebook as nbk
-from autograde.grader import releases
+from autograde.grader.records import releases
 from autograde.grader.workspace import RELEASES, course_file
-from autograde.grader import incidents
+from autograde.grader.records import incidents
+from autograde.grader.records.incidents import Incident, label
+from autograde.grader.records.releases import EarlierReleases
+from autograde.notebook import normalised
 
 
-def _expected_cells(resources: ResourcesDict) -> dict[str, incidents.ExpectedCell]:
+CONTROL_TAGS = ("skip-execution", "raises-exception")
+"""Cell tags that control execution: a student who adds one to a test cell must not skip it."""
+
+
+@dataclass(frozen=True)
+class ExpectedCell:
+    """A graded or locked cell of the assignment, as the gradebook holds it."""
+
+    name: str
+    cell_type: str
+    locked: bool
+    grade: bool
+    solution: bool
+    points: float | None
+    release_source: str
+    """the source a student received (hidden tests removed)"""
+
+
+def tampering(submission: NotebookNode, expected: dict[str, ExpectedCell],
+              earlier: EarlierReleases = EarlierReleases()) -> list[Incident]:
+    """What a submission changed in the cells it may not change (an earlier release's version is no change)."""
+    out: list[Incident] = []
+    seen: dict[str, int] = {}
+    for i, cell in enumerate(submission.cells):
+        tags = [t for t in cell.get("metadata", {}).get("tags", []) if t in CONTROL_TAGS]
+        if tags:
+            out.append(Incident("tampering", label(cell, i),
+                                f"cell {label(cell, i)} was tagged {', '.join(tags)}; the tag was removed and the cell run"))
+        gid = nbk.grade_id(cell)
+        if gid:
+            seen[gid] = seen.get(gid, 0) + 1
+    for gid, count in seen.items():
+        if count > 1 and gid in expected:
+            what = "test" if expected[gid].grade else "answer" if expected[gid].solution else "read-only"
+            out.append(Incident("tampering", gid, f"{what} cell {gid} appears {count} times; only one copy was graded"))
+    present = {nbk.grade_id(c): c for c in submission.cells if nbk.grade_id(c)}
+    old_release = earlier.release_of(present, {gid: e.release_source for gid, e in expected.items() if e.locked})
+    for gid, exp in expected.items():
+        cell = present.get(gid)
+        kind = "test" if exp.grade else "answer" if exp.solution else "read-only"
+        if cell is None:
+            if old_release is not None and gid not in old_release.get("ids", ()):
+                continue  # added after the release this notebook was handed out under: run, not missed
+            if exp.grade or exp.locked:
+                fate = "restored from the gradebook and run" if exp.grade else "restored from the release and run"
+                out.append(Incident("tampering", gid, f"{kind} cell {gid} was deleted ({fate})"))
+            continue
+        if cell.cell_type != exp.cell_type:
+            out.append(Incident("tampering", gid, f"{kind} cell {gid} was changed to a {cell.cell_type} cell "
+                                                  f"(changed back to {exp.cell_type})"))
+        meta = nbk.nbgrader_meta(cell)
+        if exp.grade and exp.points is not None and meta.get("points") is not None:
+            try:
+                changed = float(meta["points"]) != float(exp.points)
+            except (TypeError, ValueError):
+                changed = True
+            if changed and old_release is not None:  # the points the earlier release gave are no change
+                try:
+                    changed = old_release.get("points", {}).get(gid) != float(meta["points"])
+                except (TypeError, ValueError):
+                    pass
+            if changed:
+                out.append(Incident("tampering", gid, f"the points of {gid} were changed to {meta['points']!r} "
+                                                      f"(restored to {exp.points:g})"))
+        if (exp.locked and not exp.solution and normalised(cell.source) != normalised(exp.release_source)
+                and not earlier.known_version(gid, cell.source)):
+            out.append(Incident("tampering", gid, f"{kind} cell {gid} was edited (the original was restored and run)"))
+    return out
+
+
+def _expected_cells(resources: ResourcesDict) -> dict[str, ExpectedCell]:
     """The assignment's graded and locked cells, as the gradebook holds them."""
     nbg = resources["nbgrader"]
     out = {}
@@ -23,7 +98,7 @@ def _expected_cells(resources: ResourcesDict) -> dict[str, incidents.ExpectedCel
         for cell in notebook.source_cells:
             grade = cell.name in grades and cell.name not in solutions
             source = nbk.without_hidden_tests(cell.source) if grade else cell.source
-            out[cell.name] = incidents.ExpectedCell(
+            out[cell.name] = ExpectedCell(
                 cell.name, cell.cell_type, bool(cell.locked), grade, cell.name in solutions,
                 float(grades[cell.name].max_score) if cell.name in grades else None, source)
     return out
@@ -50,7 +125,7 @@ class DetectTampering(NbGraderPreprocessor):
         expected = _expected_cells(resources)
         retired = _retired_ids(resources)
         earlier = releases.load(resources.get("nbgrader", {}).get("assignment", ""), course_file(resources, RELEASES))
-        found = incidents.tampering(nb, expected, earlier)
+        found = tampering(nb, expected, earlier)
         for i, cell in enumerate(nb.cells):
             gid = nbk.grade_id(cell)
             if "nbgrader" in cell.get("metadata", {}) and gid not in expected:

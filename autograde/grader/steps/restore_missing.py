@@ -10,7 +10,7 @@ This step walks the assignment's cells in the release notebook's order and puts 
 last cell before it that the submission has: test cells (scored, as nbgrader does), read-only cells (run as the
 release has them) and answer cells (the release's stub: the exercise scores nothing, the cells after it run).
 DetectTampering, which runs before this, has already recorded a deletion as an incident, unless an earlier
-release of the chapter did not have the cell (autograde.grader.releases).
+release of the chapter did not have the cell (autograde.grader.records.releases).
 """
 from __future__ import annotations
 

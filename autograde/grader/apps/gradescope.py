@@ -1,6 +1,6 @@
 """Export a chapter as a Gradescope autograder, and the code that runs inside it.
 
-    .venv/bin/python -m autograde.grader.gradescope export CHAPTER [DEST] [--weak-containment]
+    .venv/bin/python -m autograde.grader.apps.gradescope export CHAPTER [DEST] [--weak-containment]
                                                                 # DEST/<chapter>/ and DEST/<chapter>.zip
 
 The zip holds what Gradescope asks for at its top level: setup.sh (installs
@@ -39,10 +39,11 @@ from pathlib import Path
 
 from autograde.grader.containment import ContainmentError, check_containment
 from autograde.grader.core import grade_one
-from autograde.grader import incidents as integrity
+from autograde.grader.records.settings import Settings
+from autograde.grader.records import incidents as integrity
 from autograde import notebook as nbk
 from autograde.grader.secrets import scrub
-from autograde.grader.selfcheck import messages
+from autograde.grader.apps.selfcheck import messages
 
 REPO = nbk.REPO
 STUDENT = "student"
@@ -67,7 +68,7 @@ set -euo pipefail
 root="${{AUTOGRADER_ROOT:-/autograder}}"
 python="${{AUTOGRADER_PYTHON:-$root/venv/bin/python}}"
 cd "$root/source"
-PYTHONPATH="$root/source" exec "$python" -m autograde.grader.gradescope run --root "$root" --chapter {chapter}{weak}
+PYTHONPATH="$root/source" exec "$python" -m autograde.grader.apps.gradescope run --root "$root" --chapter {chapter}{weak}
 """
 
 
@@ -148,8 +149,7 @@ def run(root: Path, chapter: str, weak_containment: bool = False) -> dict:
         data = {"score": 0, "output": f"No notebook found in the submission: upload {chapter}.ipynb.", "tests": []}
     if chosen is not None:
         with tempfile.TemporaryDirectory(prefix="gradescope-") as tmp:
-            graded = grade_one(chosen, chapter, Path(tmp) / "ws",
-                               ("--SandboxKernelManager.weak_containment=True",) if weak else (), STUDENT)
+            graded = grade_one(chosen, chapter, Path(tmp) / "ws", Settings(weak_containment=weak), STUDENT)
         if graded.error is not None:
             print(graded.error, file=sys.stderr)
         if graded.notebook is not None:
@@ -162,7 +162,7 @@ def run(root: Path, chapter: str, weak_containment: bool = False) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograde.grader.gradescope", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograde.grader.apps.gradescope", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     e = sub.add_parser("export", help="write the autograder zip of a chapter")
     e.add_argument("chapter")

@@ -33,21 +33,20 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from autograde import notebook as nbk
 from autograde.grader import containment
 from autograde.grader.containment import ContainmentError, check_containment  # noqa: F401 - for callers of the command
-from autograde.grader import incidents as integrity
-from autograde.grader.core import Result, fill_scores, grade_chapter
-from autograde.grader.limits import LIMITS
+from autograde.grader.records import incidents as integrity
+from autograde.grader.core import Result, grade_chapter
 from autograde.grader.report import format_summary
+from autograde.grader.records.settings import Settings
 from autograde.grader.submissions import available_chapters, collect
 from autograde.grader.workspace import Workspace
 
 DEFAULT_WORKSPACE = nbk.REPO / ".work" / "grading"
-CELL_TIMEOUT = LIMITS.cell_seconds
-NOTEBOOK_TIMEOUT = LIMITS.notebook_seconds
 
 
 PHASES: dict[str, float] = {}
@@ -55,20 +54,18 @@ PHASES: dict[str, float] = {}
 
 
 def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
-              chapters: tuple[str, ...] | None = None, cell_timeout: int = CELL_TIMEOUT,
-              notebook_timeout: int = NOTEBOOK_TIMEOUT, quiet: bool = False,
-              feedback: bool = True, weak_containment: bool = False) -> tuple[dict[str, dict[str, Result]], str]:
-    """Grade every chapter present in source; return the results and the printed report.
+              chapters: tuple[str, ...] | None = None, settings: Settings = Settings(), quiet: bool = False,
+              feedback: bool = True) -> tuple[dict[str, dict[str, Result]], str]:
+    """Grade every chapter present in source with the run's settings; return the results and the printed report.
 
     Raises ContainmentError before anything is graded when bubblewrap cannot run here, unless
-    weak_containment accepts kernels contained by a fresh folder and resource limits only.
+    settings.weak_containment accepts kernels contained by a fresh folder and resource limits only.
     """
     t0 = time.perf_counter()
-    weak = check_containment(weak_containment)
+    weak = check_containment(settings.weak_containment)
+    settings = replace(settings, weak_containment=weak)
     chapters = tuple(chapters or available_chapters())
-    extra = (f"--Execute.timeout={cell_timeout}", f"--SandboxedExecute.notebook_timeout={notebook_timeout}",
-             *(["--SandboxKernelManager.weak_containment=True"] if weak else []))
-    main = Workspace(workspace, extra_args=extra)
+    main = Workspace(workspace, settings)
     main.root.mkdir(parents=True, exist_ok=True)
     os.chmod(main.root, 0o700)  # with weak containment, kernels of another uid must not enter it
     collected = collect(source, chapters, main.root / "incoming")
@@ -86,13 +83,8 @@ def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
         main.generate_assignment(chapter)
         phases["setup"] += time.perf_counter() - t
         t = time.perf_counter()
-        results[chapter] = grade_chapter(main, chapter, found.get(chapter, {}), jobs, notebook_timeout, quiet,
-                                         collected.ignored)
-        for student, why in ungradable.get(chapter, {}).items():
-            results[chapter][student] = Result(0.0, 0.0, [integrity.Incident("ungradable", chapter, f"not graded, 0: {why}")])
-        fill_scores(main, chapter, results[chapter])
-        for student in ungradable.get(chapter, {}):
-            results[chapter][student].score = 0.0
+        results[chapter] = grade_chapter(main, chapter, found.get(chapter, {}), jobs, quiet, collected.ignored,
+                                         ungradable=ungradable.get(chapter, {}))
         phases["autograde"] += time.perf_counter() - t
         t = time.perf_counter()
         if feedback and found.get(chapter):
@@ -135,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", "-j", type=int, default=cores,
                         help=f"students graded in parallel (default: one per core, {cores} here)")
     parser.add_argument("--chapter", action="append", dest="chapters", help="grade only this chapter (repeatable)")
-    parser.add_argument("--cell-timeout", type=int, default=CELL_TIMEOUT, help=f"seconds per cell (default {CELL_TIMEOUT})")
-    parser.add_argument("--notebook-timeout", type=int, default=NOTEBOOK_TIMEOUT,
-                        help=f"seconds per notebook (default {NOTEBOOK_TIMEOUT})")
+    default = Settings()
+    parser.add_argument("--cell-timeout", type=int, default=default.cell_seconds,
+                        help=f"seconds per cell (default {default.cell_seconds})")
+    parser.add_argument("--notebook-timeout", type=int, default=default.notebook_seconds,
+                        help=f"seconds per notebook (default {default.notebook_seconds})")
     parser.add_argument("--no-feedback", action="store_true", help="skip nbgrader generate_feedback")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--weak-containment", action="store_true",
@@ -147,11 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
     try:
+        settings = Settings(args.cell_timeout, args.notebook_timeout, args.weak_containment)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
         _, report = grade_all(args.submissions, args.workspace, args.jobs, tuple(args.chapters or ()) or None,
-                              args.cell_timeout, args.notebook_timeout, args.quiet, not args.no_feedback,
-                              args.weak_containment)
-    except ContainmentError as exc:
-        print(exc, file=sys.stderr)
+                              settings, args.quiet, not args.no_feedback)
+    except (ContainmentError, FileNotFoundError) as exc:  # no sandbox here; no notebook of the chapters given
+        print(f"autograde/grade: {exc}", file=sys.stderr)
         return 2
     print(report)
     return 0

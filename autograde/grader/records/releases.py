@@ -4,7 +4,7 @@ A class that handed in a chapter before it changed must still be graded without 
 its read-only and test cells are an earlier release's versions, and the cells added since are missing. Before
 publishing a changed release of a chapter whose old release students may still hand in, record the old one:
 
-    .venv/bin/python -m autograde.grader.releases add CHAPTER path/to/old/release.ipynb --name "autumn 2026"
+    .venv/bin/python -m autograde.grader.records.releases add CHAPTER path/to/old/release.ipynb --name "autumn 2026"
 
 (the old release notebook, e.g. `git show REV:release/CHAPTER/CHAPTER.ipynb > old.ipynb`). The grader
 (detect_tampering) reads the record; the record holds fingerprints of cell texts, no cell text.
@@ -12,13 +12,50 @@ publishing a changed release of a chapter whose old release students may still h
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+from dataclasses import dataclass
 import sys
 from pathlib import Path
 
+from nbformat import NotebookNode
+
 from autograde import notebook as nbk
-from autograde.grader.incidents import EarlierReleases, version_hash
+from autograde.notebook import normalised
 from autograde.paths import REPO
+
+def version_hash(source: str) -> str:
+    """A short fingerprint of a read-only or test cell's release text (as normalised)."""
+    return hashlib.sha256(normalised(source).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class EarlierReleases:
+    """What earlier releases of a chapter handed to students (autograde/releases/<chapter>.json): per release,
+    the grade_ids it had and the fingerprint of each read-only or test cell. A notebook handed in under an
+    earlier release has that release's version of a cell, not an edited one, and lacks the cells added since."""
+
+    releases: tuple[dict, ...] = ()
+
+    def known_version(self, gid: str, source: str) -> bool:
+        digest = version_hash(source)
+        return any(digest in r.get("cells", {}).get(gid, ()) for r in self.releases)
+
+    def release_of(self, present: dict[str, NotebookNode], today: dict[str, str]) -> dict | None:
+        """The earlier release a submission came from: every cell it has of that release's read-only and test
+        cells is that release's version, and either at least one of them is not today's, or it has none of the
+        read-only and test cells added since that release (today: grade_id -> release text)."""
+        for r in self.releases:
+            cells = r.get("cells", {})
+            mine = {gid: c for gid, c in present.items() if gid in cells}
+            if not mine or not all(version_hash(c.source) in cells[gid] for gid, c in mine.items()):
+                continue
+            added_since = set(today) - set(r.get("ids", ()))
+            if (any(gid not in today or normalised(c.source) != normalised(today[gid]) for gid, c in mine.items())
+                    or (added_since and not added_since & set(present))):
+                return r
+        return None
+
 
 FOLDER = REPO / "autograde" / "releases"
 

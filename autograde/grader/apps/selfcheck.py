@@ -1,6 +1,6 @@
 """Grade your own notebook the way the instructor's grader does, and see per exercise what is wrong.
 
-    .venv/bin/python -m autograde.grader.selfcheck path/to/ch01_chain_rule.ipynb
+    .venv/bin/python -m autograde.grader.apps.selfcheck path/to/ch01_chain_rule.ipynb
 
 The notebook is copied (never changed) into a scratch nbgrader workspace and
 autograded there with the course's configuration: the same contained kernel,
@@ -18,15 +18,16 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autograde.grader.containment import ContainmentError, check_containment
 from autograde.grader.core import grade_one
-from autograde.grader.limits import LIMITS
+from autograde.grader.records.limits import LIMITS
+from autograde.grader.records.settings import Settings
 from autograde.grader.submissions import available_chapters, detect_chapter, read_submission
 
-from autograde.grader import incidents as integrity
+from autograde.grader.records import incidents as integrity
 from autograde import notebook as nbk
 from autograde.grader.secrets import scrub
 from autograde.paths import release_path
@@ -48,15 +49,12 @@ class Line:
     attempted: bool = True
 
 
-def _normalised(source: str) -> str:
-    return "\n".join(line.rstrip() for line in source.strip().split("\n"))
-
-
 def untouched_answers(nb, release) -> set[str]:
-    """grade_ids of the answer cells of nb that are still exactly the release's stub (trailing spaces aside)."""
-    stubs = {nbk.grade_id(c): _normalised(c.source) for c in release.cells if nbk.is_solution(c)}
+    """grade_ids of the answer cells of nb that are still exactly the release's stub (blank lines and trailing
+    spaces aside)."""
+    stubs = {nbk.grade_id(c): nbk.normalised(c.source) for c in release.cells if nbk.is_solution(c)}
     return {nbk.grade_id(c) for c in nb.cells
-            if nbk.is_solution(c) and stubs.get(nbk.grade_id(c)) == _normalised(c.source)}
+            if nbk.is_solution(c) and stubs.get(nbk.grade_id(c)) == nbk.normalised(c.source)}
 
 
 def messages(nb, chapter: str) -> dict[str, str]:
@@ -76,14 +74,13 @@ def messages(nb, chapter: str) -> dict[str, str]:
     return {gid: scrub(text, chapter)[0] for gid, text in out.items()}
 
 
-def check(path: Path, chapter: str | None = None, cell_timeout: int = LIMITS.cell_seconds,
-          notebook_timeout: int = LIMITS.notebook_seconds,
-          weak_containment: bool = False) -> tuple[list[Line], list[integrity.Incident]]:
+def check(path: Path, chapter: str | None = None,
+          settings: Settings = Settings()) -> tuple[list[Line], list[integrity.Incident]]:
     """Autograde one notebook in a scratch workspace; per test cell, score and message, and the incidents.
 
     Raises ContainmentError when bubblewrap cannot run here and weak containment was not accepted.
     """
-    weak = check_containment(weak_containment)
+    settings = replace(settings, weak_containment=check_containment(settings.weak_containment))
     chapters = available_chapters()
     nb, why = read_submission(Path(path))
     if why:
@@ -92,9 +89,7 @@ def check(path: Path, chapter: str | None = None, cell_timeout: int = LIMITS.cel
     if chapter is None:
         raise ValueError(f"{path} is not a notebook of any chapter ({', '.join(chapters)})")
     with tempfile.TemporaryDirectory(prefix="selfcheck-") as tmp:
-        result = grade_one(Path(path), chapter, Path(tmp) / "ws", (
-            f"--Execute.timeout={cell_timeout}", f"--SandboxedExecute.notebook_timeout={notebook_timeout}",
-            *(["--SandboxKernelManager.weak_containment=True"] if weak else [])), STUDENT)
+        result = grade_one(Path(path), chapter, Path(tmp) / "ws", settings, STUDENT)
     if result.error is not None:
         raise result.error
     scores, graded = result.scores, result.notebook
@@ -139,7 +134,7 @@ def format_report(lines: list[Line], incidents: list[integrity.Incident]) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograde.grader.selfcheck", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograde.grader.apps.selfcheck", description=__doc__.split("\n")[0])
     parser.add_argument("notebook", type=Path)
     parser.add_argument("--chapter", help="chapter id (default: recognised from the notebook)")
     parser.add_argument("--cell-timeout", type=int, default=LIMITS.cell_seconds)
@@ -148,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
                              "folder and resource limits around it")
     args = parser.parse_args(argv)
     try:
-        lines, incidents = check(args.notebook, args.chapter, args.cell_timeout,
-                                 weak_containment=args.weak_containment)
+        lines, incidents = check(args.notebook, args.chapter,
+                                 Settings(cell_seconds=args.cell_timeout, weak_containment=args.weak_containment))
     except (ValueError, NbgraderError, ContainmentError) as exc:
         print(exc, file=sys.stderr)
         return 2
