@@ -75,8 +75,8 @@ def run_demo(root: Path = DEFAULT_WORKSPACE, chapters: tuple[str, ...] = CHAPTER
     root.mkdir(parents=True, exist_ok=True)
     incoming = submitted_folder(root.parent / f"{root.name}-inputs", chapters)
     weak = containment.bwrap_problem() is not None  # grade_all prints one warning line, and the report says so
-    _, report = grade_all(incoming, root, jobs=jobs, chapters=chapters, quiet=quiet,
-                          settings=Settings(weak_containment=weak))
+    report = grade_all(incoming, root, jobs=jobs, chapters=chapters, quiet=quiet,
+                       settings=Settings(weak_containment=weak)).report
     students = sorted({s for names in example_students(chapters).values() for s in names})
     return report + f"\n{LOSSES_HEADER}\n{format_losses(Workspace(root), chapters, students)}\n"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from autograde.build import products as build
 from autograde import notebook as nbk
-from autograde.grader.apps.grade import PHASES, grade_all
+from autograde.grader.apps.grade import grade_all
 from autograde.grader.workspace import Workspace
 
 EXAMPLES = ("alice", "bob", "carol")
@@ -103,12 +103,13 @@ def bench_chapter(chapter: str, n: int, args: argparse.Namespace) -> None:
               flush=True)
         for jobs in args.jobs:
             t0 = time.perf_counter()
-            grade_all(subs, tmp_path / f"ws{jobs}", jobs=jobs, chapters=(chapter,), quiet=True, feedback=False)
+            phases = grade_all(subs, tmp_path / f"ws{jobs}", jobs=jobs, chapters=(chapter,), quiet=True,
+                               feedback=False).phases
             took = time.perf_counter() - t0
             print(f"grade --jobs {jobs}        {took:7.1f} s  = {took / plain:.2f}x plain nbgrader  "
                   f"({60 * n / took:.1f} students/min)", flush=True)
-            print(f"  setup {PHASES['setup']:.1f} s, autograde {PHASES['autograde']:.1f} s, "
-                  f"export {PHASES['export']:.1f} s", flush=True)
+            print(f"  setup {phases['setup']:.1f} s, autograde {phases['autograde']:.1f} s, "
+                  f"export {phases['export']:.1f} s", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -167,8 +167,9 @@ def _grade_as_grader(root: Path) -> Run:
     sandboxes = root / "sandboxes"  # this run's kernel folders: other tests may grade at the same time (xdist)
     os.environ["AUTOGRADE_SANDBOX_ROOT"] = str(sandboxes)
     try:
-        results, report = grading.grade_all(archive, ws, jobs=2, chapters=(CH,),
-                                            settings=Settings(cell_seconds=CELL_TIMEOUT), quiet=True)
+        graded = grading.grade_all(archive, ws, jobs=2, chapters=(CH,), settings=Settings(cell_seconds=CELL_TIMEOUT),
+                                   quiet=True)
+        results, report = graded.results, graded.report
     finally:
         del os.environ["AUTOGRADE_SANDBOX_ROOT"]
     left = _lingering(lambda: [p for p in {*_escaped(), *containment._processes_of(containment.kernel_uid())}
@@ -492,8 +493,9 @@ def test_weak_containment_grades_and_says_so(monkeypatch, tmp_path):
         for folder in subs.iterdir():
             if folder.name != "shadow_torch_py":  # the perfect notebook (and two files it handed in beside it)
                 shutil.rmtree(folder)
-        results, report = grading.grade_all(subs, tmp_path / "ws", chapters=(CH,), quiet=True, feedback=False,
-                                            settings=Settings(weak_containment=True))
+        graded = grading.grade_all(subs, tmp_path / "ws", chapters=(CH,), quiet=True, feedback=False,
+                                   settings=Settings(weak_containment=True))
+        results, report = graded.results, graded.report
     finally:
         containment.forget_choice()
     assert "Containment: WEAK" in report and "--weak-containment" in report

@@ -126,6 +126,7 @@ def test_demo_without_user_namespaces_grades_weakly_and_says_so(monkeypatch, tmp
     command's warning line and the report's Containment line say so), instead of dying with a traceback."""
     from autograde import demo as demo_module
     from autograde.grader import containment
+    from autograde.grader.apps.grade import Graded
 
     from .test_autograder import _no_userns_bwrap
 
@@ -133,7 +134,7 @@ def test_demo_without_user_namespaces_grades_weakly_and_says_so(monkeypatch, tmp
 
     def fake_grade_all(incoming, root, **kw):
         seen.update(kw)
-        return {}, f"Containment: {containment.describe(kw['weak_containment'])}\n"
+        return Graded({}, f"Containment: {containment.describe(kw['settings'].weak_containment)}\n", {})
 
     monkeypatch.setattr(containment, "BWRAP", _no_userns_bwrap(tmp_path))
     monkeypatch.setattr(demo_module, "grade_all", fake_grade_all)
@@ -143,4 +144,4 @@ def test_demo_without_user_namespaces_grades_weakly_and_says_so(monkeypatch, tmp
         report = demo_module.run_demo(tmp_path / "ws", chapters=CHAPTERS[:1], quiet=True)
     finally:
         containment.forget_choice()
-    assert seen["weak_containment"] is True and "Containment: WEAK" in report, report
+    assert seen["settings"].weak_containment is True and "Containment: WEAK" in report, report

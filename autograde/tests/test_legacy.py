@@ -50,9 +50,9 @@ def graded(tmp_path_factory):
         dest = root / "submitted" / STUDENT / chapter
         dest.mkdir(parents=True)
         shutil.copyfile(LEGACY / f"{chapter}.ipynb", dest / f"{chapter}.ipynb")
-    results, report = grading.grade_all(root / "submitted", root / "ws", jobs=2, chapters=tuple(CHAPTERS),
-                                        quiet=True, feedback=False)
-    return results, report, root / "ws"
+    graded = grading.grade_all(root / "submitted", root / "ws", jobs=2, chapters=tuple(CHAPTERS), quiet=True,
+                               feedback=False)
+    return graded.results, graded.report, root / "ws"
 
 
 @pytest.mark.grading

@@ -33,7 +33,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autograde import notebook as nbk
@@ -49,14 +49,23 @@ from autograde.grader.workspace import Workspace
 DEFAULT_WORKSPACE = nbk.REPO / ".work" / "grading"
 
 
-PHASES: dict[str, float] = {}
-"""Seconds spent in each phase by the last grade_all (setup, autograde, feedback, export)."""
+@dataclass
+class Graded:
+    """What one grading run produced."""
+
+    results: dict[str, dict[str, Result]]
+    """per chapter, per student: score and incidents"""
+    report: str
+    """what the command prints (also in the workspace's report.txt)"""
+    phases: dict[str, float]
+    """seconds spent in each phase: setup, autograde, feedback, export"""
 
 
 def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
               chapters: tuple[str, ...] | None = None, settings: Settings = Settings(), quiet: bool = False,
-              feedback: bool = True) -> tuple[dict[str, dict[str, Result]], str]:
-    """Grade every chapter present in source with the run's settings; return the results and the printed report.
+              feedback: bool = True) -> Graded:
+    """Grade every chapter present in source with the run's settings: the results, the printed report, the time
+    each phase took.
 
     Raises ContainmentError before anything is graded when bubblewrap cannot run here, unless
     settings.weak_containment accepts kernels contained by a fresh folder and resource limits only.
@@ -97,8 +106,6 @@ def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
     t = time.perf_counter()
     csv_path = main.export(main.root / "grades.csv")
     phases["export"] += time.perf_counter() - t
-    PHASES.clear()
-    PHASES.update(phases)
     summary = format_summary(results, present)
     (main.root / "incidents.json").write_text(json.dumps(
         {ch: {s: [i.to_json() for i in r.incidents] for s, r in per.items()} for ch, per in results.items()},
@@ -115,7 +122,7 @@ def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
               + f" in {time.perf_counter() - t0:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
               + ").\n")
     (main.root / "report.txt").write_text(report)
-    return results, report
+    return Graded(results, report, phases)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     try:
-        _, report = grade_all(args.submissions, args.workspace, args.jobs, tuple(args.chapters or ()) or None,
-                              settings, args.quiet, not args.no_feedback)
+        report = grade_all(args.submissions, args.workspace, args.jobs, tuple(args.chapters or ()) or None,
+                           settings, args.quiet, not args.no_feedback).report
     except (ContainmentError, FileNotFoundError) as exc:  # no sandbox here; no notebook of the chapters given
         print(f"autograde/grade: {exc}", file=sys.stderr)
         return 2
