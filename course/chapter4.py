@@ -1,7 +1,8 @@
-"""Given code of Chapter 4 that its notebook only calls: the Chapter 3 network (init_mlp, mlp), the checks of
-backward's starting gradient (root_gradient) and of an optimiser's parameters (checked_params), with PyTorch's
-errors, and the gradient norm of each parameter (grad_norms). The notebook's setup cell imports them, so
-course/reference/ch04_accumulation.py re-exports them and later chapters find them where they always did.
+"""Given code of Chapter 4 that its notebook only calls: the Chapter 3 network (init_mlp, mlp), the check of an
+optimiser's parameters with PyTorch's errors (checked_params), and the gradient norm of each parameter (grad_norms).
+(backward's root_gradient stays in the notebook: its checks answer a Chapter 2 exercise, and course/ ships with
+every chapter.) The notebook's setup cell imports them, so course/reference/ch04_accumulation.py re-exports them
+and later chapters find them where they always did.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["init_mlp", "mlp", "root_gradient", "checked_params", "grad_norms"]
+__all__ = ["init_mlp", "mlp", "checked_params", "grad_norms"]
 
 
 def _tensor_class() -> type:
@@ -36,23 +37,6 @@ def mlp(params: Sequence[Any], inputs: Any) -> Any:
         if i + 2 < len(params):
             h = h.relu()
     return h
-
-
-def root_gradient(tensor: Any, gradient: Any = None) -> np.ndarray:
-    """The gradient backward starts from, checked as torch checks it: a root that requires grad, the right shape."""
-    if not tensor.requires_grad:
-        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn: "
-                           "no input of the computation had requires_grad=True (or it ran under no_grad)")
-    if gradient is None:
-        if tensor.data.size != 1:
-            raise RuntimeError(f"grad can be implicitly created only for scalar outputs: this tensor has shape "
-                               f"{tensor.shape}; pass gradient=, an array of that shape")
-        return np.ones_like(tensor.data)
-    gradient = np.asarray(gradient.data if isinstance(gradient, _tensor_class()) else gradient)
-    if gradient.shape != tensor.shape:
-        raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {gradient.shape} and output[0] has "
-                           f"a shape of {tensor.shape}: pass a gradient of exactly the output's shape")
-    return gradient.astype(tensor.dtype, copy=False)   # torch casts the gradient to the output's dtype
 
 
 def checked_params(params: Iterable[Any]) -> list[Any]:
