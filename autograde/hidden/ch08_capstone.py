@@ -655,10 +655,10 @@ def check_block_bytes(ns: dict) -> None:
                 before = meter()
                 out = engine_block(h, leaves, "blocks.0.", H)
                 measured = meter() - before
-                s = np.dtype(dtype).itemsize
-                where = f"block_saved_bytes({B}, {T}, {d}, {H}, {d_ff}, {s})"
+                one_number = np.dtype(dtype).itemsize
+                where = f"block_saved_bytes({B}, {T}, {d}, {H}, {d_ff}, {one_number})"
                 _equal(f"{where} (against the meter around the course's block, {np.dtype(dtype).name})",
-                       _count(where, formula(B, T, d, H, d_ff, s)), measured)
+                       _count(where, formula(B, T, d, H, d_ff, one_number)), measured)
                 del out
         for B, T, d, H in ((2, 5, 8, 2), (3, 4, 6, 1), (1, 7, 12, 3)):
             for dtype in (torch.float64, torch.float32):
