@@ -605,3 +605,102 @@ def check_scaled_step(ns: dict) -> None:
             bad = sorted(n for n, w in our_w.items() if w.dtype != np.float32)
             if bad:
                 raise _fail(f"{where}: the master weights should stay float32, got {bad[:3]} in another dtype")
+
+
+# -- Exercise 7: the saved bytes ---------------------------------------------------------------------------------
+# The exercise grades the formula: the meter measures the notebook's block and loss_fn, which are the course's while
+# an exercise 7 test cell is graded (the harness puts the course's solution of the other exercises in).
+def _count(label: str, value: Any) -> int:
+    __tracebackhide__ = True
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise _fail(f"{label} should be an int (a number of bytes), got {type(value).__name__} {value!r:.100}")
+    return int(value)
+
+
+def _torch_probability_bytes(B: int, T: int, d: int, H: int, dtype: torch.dtype) -> int:
+    """The bytes torch's autograd saves, in the oracle's attention, in tensors of B*H*T*T numbers ending (T, T): the
+    probabilities, counted at each save by torch.autograd.graph.saved_tensors_hooks (d_head != T keeps q, k, v out)."""
+    assert d // H != T
+    found: list[int] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if t.is_floating_point() and t.numel() == B * H * T * T and tuple(t.shape[-2:]) == (T, T):
+            found.append(t.numel() * t.element_size())
+        return t
+
+    g = torch.Generator().manual_seed(B * 100 + T)
+    a = torch.randn(B, T, d, dtype=dtype, generator=g, requires_grad=True)
+    W = {f"blocks.0.attn.{n}.{k}": (torch.randn((d, d) if k == "weight" else (d,), dtype=dtype, generator=g) * 0.5)
+         .requires_grad_() for n in ("q", "k", "v", "proj") for k in ("weight", "bias")}
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        attention(a, W, "blocks.0.", H)
+    return sum(found)
+
+
+def check_block_bytes(ns: dict) -> None:
+    """block_saved_bytes against the meter around the notebook's block on unseen shapes and dtypes, and its T^2
+    term against the bytes torch saves for the attention probabilities."""
+    __tracebackhide__ = True
+    Tensor, engine_block, formula, meter = ns["Tensor"], ns["block"], ns["block_saved_bytes"], ns["saved_bytes"]
+    rng = np.random.default_rng(89)
+    # (B, T, d, H, d_ff): T != B, one head and several, d_ff below, at and above 4 d, one position, one row
+    shapes = [(3, 7, 12, 3, 20), (2, 4, 6, 1, 24), (1, 9, 8, 4, 8), (4, 1, 10, 5, 13), (5, 2, 4, 2, 40)]
+    with _checked():
+        for B, T, d, H, d_ff in shapes:
+            for dtype in (np.float64, np.float32, np.float16):
+                config = Config(vocab=30, block=max(T, 2), d_model=d, n_heads=H, n_layers=1, d_ff=d_ff)
+                leaves = {name: Tensor(array, requires_grad=True) for name, array
+                          in init_weights(config, seed=B + T, dtype=dtype, perturb_norms=True).items()}
+                h = Tensor(rng.normal(size=(B, T, d)).astype(dtype), requires_grad=True)
+                before = meter()
+                out = engine_block(h, leaves, "blocks.0.", H)
+                measured = meter() - before
+                one_number = np.dtype(dtype).itemsize
+                where = f"block_saved_bytes({B}, {T}, {d}, {H}, {d_ff}, {one_number})"
+                _equal(f"{where} (against the meter around the course's block, {np.dtype(dtype).name})",
+                       _count(where, formula(B, T, d, H, d_ff, one_number)), measured)
+                del out
+        for B, T, d, H in ((2, 5, 8, 2), (3, 4, 6, 1), (1, 7, 12, 3)):
+            for dtype in (torch.float64, torch.float32):
+                s = torch.empty((), dtype=dtype).element_size()
+                f = [_count("block_saved_bytes", formula(B, m * T, d, H, 16, s)) for m in (1, 2, 3)]
+                quadratic = (f[2] - 2 * f[1] + f[0]) // 2        # the T^2 term at T (a second difference)
+                _equal(f"the T^2 term of block_saved_bytes({B}, {T}, {d}, {H}, d_ff, {s}) (from T, 2T, 3T), against "
+                       f"the bytes torch's autograd saves for the attention probabilities ({str(dtype)[6:]})",
+                       quadratic, _torch_probability_bytes(B, T, d, H, dtype))
+
+
+def check_saved_bytes(ns: dict) -> None:
+    """saved_bytes_formula against the meter around the notebook's loss_fn(...) / k and its backward, on unseen
+    models: tied and untied, one to three blocks, float64, float32 and float16, checkpointed or not, with the end
+    of forward or the rerun of a block as the peak; dtype given as a type, an np.dtype and a string."""
+    __tracebackhide__ = True
+    Tensor, loss, formula = ns["Tensor"], ns["loss_fn"], ns["saved_bytes_formula"]
+    meter, peak, reset = ns["saved_bytes"], ns["max_saved_bytes"], ns["reset_peak_saved_bytes"]
+    cases = [(Config(vocab=30, block=8, d_model=12, n_heads=3, n_layers=3, d_ff=20), 2, 7, np.float64, 3),
+             (Config(vocab=11, block=4, d_model=6, n_heads=1, n_layers=1, d_ff=24, tied=False), 4, 3,
+              np.dtype(np.float32), 2),
+             (Config(vocab=30, block=9, d_model=8, n_heads=4, n_layers=2, d_ff=8, tied=False), 1, 9, "float16", 1),
+             (Config(vocab=200, block=3, d_model=6, n_heads=2, n_layers=3, d_ff=6), 3, 1, np.float32, 4),
+             (Config(vocab=120, block=5, d_model=4, n_heads=2, n_layers=2, d_ff=9, tied=False), 2, 5, np.float64, 1)]
+    rng = np.random.default_rng(90)
+    with _checked():
+        for config, B, T, dtype, k in cases:
+            for ckpt in (False, True):
+                leaves = {name: Tensor(array, requires_grad=True) for name, array
+                          in init_weights(config, seed=T, dtype=np.dtype(dtype), perturb_norms=True).items()}
+                x, y = rng.integers(0, config.vocab, size=(B, T)), rng.integers(0, config.vocab, size=(B, T))
+                reset()
+                before = meter()
+                value = loss(leaves, x, y, config.n_heads, checkpoint=ckpt) / k
+                after = meter() - before
+                value.backward()
+                measured = {"after forward": after, "peak": peak() - before}
+                c = config
+                where = (f"saved_bytes_formula({c.vocab}, {B}, {T}, {c.d_model}, {c.n_heads}, {c.d_ff}, {c.n_layers}, "
+                         f"{c.tied}, {dtype!r}, {ckpt})")
+                got = formula(c.vocab, B, T, c.d_model, c.n_heads, c.d_ff, c.n_layers, c.tied, dtype, ckpt)
+                if not isinstance(got, dict) or set(got) != {"after forward", "peak"}:
+                    raise _fail(f"{where} should be a dict with the keys 'after forward' and 'peak', got {got!r:.200}")
+                _equal(f"{where} (against the meter around the course's loss_fn(...) / {k})",
+                       {key: _count(f"{where}[{key!r}]", v) for key, v in got.items()}, measured)

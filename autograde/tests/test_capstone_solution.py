@@ -234,7 +234,7 @@ def test_the_saved_bytes_formula_predicts_the_meter_with_and_without_checkpointi
         after_forward = saved_bytes() - before
         loss.backward()
         measured = {"after forward": after_forward, "peak": max_saved_bytes() - before}
-        predicted = P.saved_bytes_formula(config.vocab, T, B, config.d_model, H, config.d_ff, layers, tied, dtype, ckpt)
+        predicted = P.saved_bytes_formula(config.vocab, B, T, config.d_model, H, config.d_ff, layers, tied, dtype, ckpt)
         assert measured == predicted, (ckpt, measured, predicted)
         assert saved_bytes() == before                         # backward gave every byte back
 
