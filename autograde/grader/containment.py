@@ -437,12 +437,13 @@ def view(chapter: str, folder: Path, tmpfs_size: int) -> list[str]:
     return [*args, "--remount-ro", "/"]
 
 
-def kernel_env(folder: Path, mode: str) -> dict[str, str]:
-    """The kernel's whole environment: a few of the grader's variables, and homes inside its folder."""
+def kernel_env(folder: Path, mode: str, threads: int = 1) -> dict[str, str]:
+    """The kernel's whole environment: a few of the grader's variables, homes inside its folder, and the threads
+    its NumPy and torch may use."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TZ", "PYTHONHASHSEED")}
     env.update(HOME=str(folder), TMPDIR="/tmp" if mode == "bwrap" else str(folder), IPYTHONDIR=str(folder / ".ipython"),
                MPLCONFIGDIR=str(folder / ".config"), JUPYTER_RUNTIME_DIR=str(folder), PYTHONDONTWRITEBYTECODE="1",
-               MPLBACKEND="agg", OMP_NUM_THREADS="1", AUTOGRADE_SANDBOX=mode)
+               MPLBACKEND="agg", OMP_NUM_THREADS=str(max(1, threads)), AUTOGRADE_SANDBOX=mode)
     return env
 
 
@@ -458,6 +459,8 @@ class SandboxKernelManager(AsyncKernelManager):
     tmpfs_size = Int(LIMITS.tmpfs_bytes, help="Size of the kernel's /tmp and /dev/shm, bytes").tag(config=True)
     weak_containment = Bool(False, help="Run the kernel without bubblewrap: fresh folder and limits only (for "
                                         "machines where bubblewrap cannot run)").tag(config=True)
+    threads = Int(1, help="Threads the kernel's NumPy and torch may use (OMP_NUM_THREADS): the grading command "
+                          "gives each of the kernels it runs at once an equal share of the cores").tag(config=True)
     chapter = Unicode("", help="The chapter being graded: the reference modules of it and of later chapters are hidden")
 
     _slot: Slot | None = None
@@ -476,7 +479,7 @@ class SandboxKernelManager(AsyncKernelManager):
         self.ip = str(self._slot.path / "zmq")
         self.cache_ports = False
         self.connection_file = str(self._slot.path / "kernel.json")
-        kw["env"] = kernel_env(self._slot.path, self.mode)
+        kw["env"] = kernel_env(self._slot.path, self.mode, self.threads)
         cmd, kw = await super()._async_pre_start_kernel(**kw)
         self._slot.give_to_kernel()
         return cmd, kw

@@ -42,7 +42,7 @@ from autograde.grader.containment import ContainmentError, check_containment  # 
 from autograde.grader.records import incidents as integrity
 from autograde.grader.core import Result, grade_chapter
 from autograde.grader.report import format_summary
-from autograde.grader.records.settings import Settings
+from autograde.grader.records.settings import Settings, cores, threads_per_kernel
 from autograde.grader.submissions import available_chapters, collect
 from autograde.grader.workspace import Workspace
 
@@ -72,7 +72,7 @@ def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
     """
     t0 = time.perf_counter()
     weak = check_containment(settings.weak_containment)
-    settings = replace(settings, weak_containment=weak)
+    settings = replace(settings, weak_containment=weak, kernel_threads=settings.kernel_threads or threads_per_kernel(jobs))
     chapters = tuple(chapters or available_chapters())
     main = Workspace(workspace, settings)
     main.root.mkdir(parents=True, exist_ok=True)
@@ -116,7 +116,7 @@ def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
               f"Grades CSV: {csv_path}\nIncidents (JSON): {main.root / 'incidents.json'}\n"
               f"nbgrader logs: {main.logs} and {main.root / 'jobs'}/*/logs\n"
               f"Containment: {containment.describe(weak)}\n"
-              f"Graded {graded} notebooks with {jobs} job(s)"
+              f"Graded {graded} notebooks with {jobs} job(s) of {settings.kernel_threads} thread(s) each"
               + (f", {sum(len(v) for v in ungradable.values())} not gradable (0, reason above)" if any(
                   ungradable.values()) else "")
               + f" in {time.perf_counter() - t0:.0f} s (" + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
@@ -130,9 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("submissions", type=Path, help="submitted/ folder, folder of notebooks, or .zip")
     parser.add_argument("--workspace", type=Path, default=DEFAULT_WORKSPACE,
                         help=f"nbgrader course folder for the gradebook, feedback and CSV (default {DEFAULT_WORKSPACE})")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    parser.add_argument("--jobs", "-j", type=int, default=cores,
-                        help=f"students graded in parallel (default: one per core, {cores} here)")
+    parser.add_argument("--jobs", "-j", type=int, default=cores(),
+                        help=f"students graded in parallel (default: one per core, {cores()} here); each kernel may use "
+                             "an equal share of the cores")
     parser.add_argument("--chapter", action="append", dest="chapters", help="grade only this chapter (repeatable)")
     default = Settings()
     parser.add_argument("--cell-timeout", type=int, default=default.cell_seconds,

@@ -8,6 +8,7 @@ as command-line flags in each nbgrader autograde process.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from autograde.grader.records.limits import LIMITS
@@ -23,10 +24,14 @@ class Settings:
     """wall clock for a whole notebook (SandboxedExecute.notebook_timeout)"""
     weak_containment: bool = False
     """kernels contained by a fresh folder and resource limits only (where bubblewrap cannot run)"""
+    kernel_threads: int | None = None
+    """threads each kernel's NumPy and torch may use (None: the course's default, one)"""
     overrides: tuple[str, ...] = ()
     """further `--Class.trait=value` settings: the tests' controls put nbgrader's defaults back with these"""
 
     def __post_init__(self) -> None:
+        if self.kernel_threads is not None and self.kernel_threads < 1:
+            raise ValueError(f"kernel_threads must be at least 1, got {self.kernel_threads}")
         if self.cell_seconds < 1 or self.notebook_seconds < 1:
             raise ValueError(f"time limits must be at least 1 s, got cell {self.cell_seconds} s, "
                              f"notebook {self.notebook_seconds} s")
@@ -39,6 +44,7 @@ class Settings:
         return (f"--Execute.timeout={self.cell_seconds}",
                 f"--SandboxedExecute.notebook_timeout={self.notebook_seconds}",
                 *(["--SandboxKernelManager.weak_containment=True"] if self.weak_containment else []),
+                *([f"--SandboxKernelManager.threads={self.kernel_threads}"] if self.kernel_threads else []),
                 *self.overrides)
 
     def config(self):
@@ -51,3 +57,13 @@ class Settings:
         """How long one nbgrader autograde process may take for `notebooks` notebooks before it is stopped:
         each notebook's own limit, a minute of kernel start and bookkeeping each, and five for the process."""
         return notebooks * (self.notebook_seconds + 60) + 300
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def threads_per_kernel(jobs: int) -> int:
+    """An equal share of the cores for each of `jobs` kernels running at once (at least one thread)."""
+    return max(1, cores() // max(1, jobs))
