@@ -240,6 +240,27 @@ def _csv(run: Run) -> dict[str, dict]:
         return {row["student_id"]: row for row in csv.DictReader(f) if row["assignment"] == CH}
 
 
+def test_harness_report_before_a_test_cell_becomes_incidents():
+    """What the harness found before a test cell (here the report that rode on the cell before it): graded code not
+    written in the notebook costs that test cell; an import of the reference costs the tests of the exercise whose
+    cell made it. The corpus (chapter 1, no earlier chapter to take code from) never reaches the first case."""
+    from nbformat import v4
+
+    from autograde.grader.steps import SandboxedExecute
+
+    answer = v4.new_code_cell("def f(x):\n    return x", execution_count=3, metadata={"nbgrader": {
+        "grade": False, "solution": True, "locked": False, "grade_id": "f", "schema_version": 3}})
+    test = v4.new_code_cell("assert f(1) == 1", metadata={"nbgrader": {
+        "grade": True, "solution": False, "locked": True, "grade_id": "test_f", "points": 1, "schema_version": 3}})
+    step = SandboxedExecute()
+    step.nb, step._incidents, step._hooks, step._plans = v4.new_notebook(cells=[answer, test]), [], {}, {}
+    step._prepared = (1, {"restored": [], "foreign": ["f: torch.func"],
+                          "blocked": [["course.reference.ch01_chain_rule", 3]]})
+    step._before_test(test, "test_f", 1)
+    found = {(i.kind, i.cell, i.costs) for i in step._incidents}
+    assert found == {("cheating", "test_f", ("test_f",)), ("cheating", "cell f", ("test_f",))}, found
+
+
 def test_nothing_to_grade_is_said_in_one_line(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert grading.main([str(tmp_path / "empty"), "--workspace", str(tmp_path / "ws"), "--quiet"]) == 2

@@ -1,6 +1,7 @@
 """Step: nbgrader's Execute in a contained kernel, with a notebook time limit, output caps and crash recovery."""
 from __future__ import annotations
 
+import ast
 import json
 from time import monotonic
 
@@ -171,13 +172,13 @@ class SandboxedExecute(Execute):
         if report.get("foreign"):
             self._incidents.append(incidents.Incident(
                 "cheating", where, f"graded code of {where} was not written in this notebook: "
-                                   f"{', '.join(report['foreign'])}; it scores 0", (gid,)))
+                                   f"{', '.join(report['foreign'])}; it scores 0", (nbk.grade_id(cell),)))
         counts = {c.get("execution_count"): i for i, c in enumerate(self.nb.cells) if c.cell_type == "code"}
         owners = nbk.exercise_tests(self.nb)
         for module, count in report.get("blocked", []):
-            index = counts.get(count)
-            label = f"cell {incidents.label(self.nb.cells[index], index)}" if index is not None else "a cell"
-            costs = tuple(owners.get(index, ())) if index is not None else ()
+            at = counts.get(count)  # the cell that imported it
+            label = f"cell {incidents.label(self.nb.cells[at], at)}" if at is not None else "a cell"
+            costs = tuple(owners.get(at, ())) if at is not None else ()
             self._incidents.append(incidents.Incident(
                 "cheating", label, f"{label} imported {module}, the reference solution, which graded "
                                    "notebooks cannot use; its exercise scores 0", costs))
@@ -218,7 +219,6 @@ class SandboxedExecute(Execute):
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except (DeadKernelError, CellTimeoutError, RuntimeError) as exc:
-            self._riding = {}
             dead = isinstance(exc, DeadKernelError) or "died" in str(exc)
             cell.outputs = list(cell.get("outputs", [])) + [error_output(
                 "KernelDied" if dead else "KernelUnresponsive",
@@ -229,7 +229,8 @@ class SandboxedExecute(Execute):
             self._skip_on_replay.add(index)
             self._restart(index)
             return cell, resources
-        self._riding = {}  # used by this cell's request, or by none
+        finally:
+            self._riding = {}  # used by this cell's request, or by none
         if test:
             try:
                 self._after_test(cell, where)
@@ -316,8 +317,6 @@ class SandboxedExecute(Execute):
 
 def _json_of(found: dict) -> dict | None:
     """A harness call's JSON report from a user_expressions entry (None when it raised or is missing)."""
-    import ast
-
     if not found or found.get("status") != "ok":
         return None
     try:
