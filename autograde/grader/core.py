@@ -126,9 +126,15 @@ def grade_chapter(main: Workspace, chapter: str, submissions: dict[str, Path], j
     `ungradable` (student -> why) is not run: 0, with an incident saying why, and a row in the gradebook."""
     results = _autograde_all(main, chapter, submissions, jobs, quiet, ignored, copy_beside)
     for student, why in (ungradable or {}).items():
-        results[student] = Result(0.0, 0.0, [integrity.Incident("ungradable", chapter, f"not graded, 0: {why}")])
+        results[student] = not_graded(chapter, why)
     _fill_scores(main, chapter, results, zero=set(ungradable or ()))
     return results
+
+
+def not_graded(chapter: str, why: str) -> Result:
+    """The Result of a file that could not be graded: 0, and an incident saying why ("" when no chapter could be
+    told)."""
+    return Result(0.0, 0.0, [integrity.Incident("ungradable", chapter, f"not graded, 0: {why}")])
 
 
 def _autograde_all(main: Workspace, chapter: str, submissions: dict[str, Path], jobs: int, quiet: bool,

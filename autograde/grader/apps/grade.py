@@ -39,8 +39,7 @@ from pathlib import Path
 from autograde import notebook as nbk
 from autograde.grader import containment
 from autograde.grader.containment import ContainmentError, check_containment  # noqa: F401 - for callers of the command
-from autograde.grader.records import incidents as integrity
-from autograde.grader.core import Result, grade_chapter
+from autograde.grader.core import Result, grade_chapter, not_graded
 from autograde.grader.report import format_summary
 from autograde.grader.records.settings import Settings, cores, threads_per_kernel
 from autograde.grader.submissions import available_chapters, collect
@@ -100,8 +99,7 @@ def grade_all(source: Path, workspace: Path = DEFAULT_WORKSPACE, jobs: int = 1,
             main.generate_feedback(chapter)
         phases["feedback"] += time.perf_counter() - t
     if ungradable.get(""):  # no chapter could be told: the student still gets a row (0) in grades.csv
-        results[""] = {student: Result(0.0, 0.0, [integrity.Incident("ungradable", "", f"not graded, 0: {why}")])
-                       for student, why in ungradable[""].items()}
+        results[""] = {student: not_graded("", why) for student, why in ungradable[""].items()}
         main.add_students(list(results[""]))
     t = time.perf_counter()
     csv_path = main.export(main.root / "grades.csv")
