@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-from dataclasses import dataclass
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from nbformat import NotebookNode
@@ -23,6 +23,7 @@ from nbformat import NotebookNode
 from autograde import notebook as nbk
 from autograde.notebook import normalised
 from autograde.paths import REPO
+
 
 def version_hash(source: str) -> str:
     """A short fingerprint of a read-only or test cell's release text (as normalised)."""
