@@ -1,6 +1,8 @@
 """Hidden-test helpers of ch02_tape: random programs run in the notebook's engine and in torch, graph walks,
 instrumented engines. The chapter's hidden test cells import them at grading time; they assert nothing
-themselves (the cells do, with course.checking), so a helper cannot be the reason a test passes.
+themselves (the cells do, with course.checking), so a helper cannot be the reason a test passes. Two of them
+stop a walk that has gone exponential (edge_reads_limited, run_instrumented's most_calls) with an
+AssertionError that says so, seconds before the cell's time limit would.
 
 The notebook's classes are passed in (the engine's Tensor, Function, ...), never imported: the helpers work
 on whatever code the test cell is grading.
@@ -8,6 +10,7 @@ on whatever code the test cell is grading.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -179,6 +182,47 @@ def structure(root) -> list[tuple[str, tuple]]:
             for n in nodes]
 
 
+class _CountedEdges(tuple):
+    """A node's next_functions that counts each read (iterating it, or taking one edge) against a shared limit."""
+
+    def __new__(cls, edges: tuple, meter: list):
+        self = super().__new__(cls, edges)
+        self.meter = meter
+        return self
+
+    def _read(self) -> None:
+        self.meter[0] += 1
+        if self.meter[0] > self.meter[1]:
+            raise AssertionError(self.meter[2])
+
+    def __iter__(self):
+        self._read()
+        return super().__iter__()
+
+    def __getitem__(self, k):
+        self._read()
+        return super().__getitem__(k)
+
+
+@contextmanager
+def edge_reads_limited(nodes: list, label: str, per_node: int = 50) -> Iterator[None]:
+    """Within the block, the nodes' next_functions may be read (iterated, or indexed) at most per_node times per
+    node in all; one read more raises an AssertionError that says the walk is exponential. A walk that visits
+    each node once reads each node's edges a few times; one without a visited set reads them once per path (2**30
+    times in a chain of 30 diamonds) and would run until the cell's time limit. The edges are restored after."""
+    limit = per_node * len(nodes)
+    meter = [0, limit, f"{label} read the edges of its {len(nodes)} nodes more than {limit} times: it follows every "
+                       "path instead of visiting each node once (keep a set of the nodes already seen)"]
+    before = [node.next_functions for node in nodes]
+    for node, edges in zip(nodes, before):
+        node.next_functions = _CountedEdges(edges, meter)
+    try:
+        yield
+    finally:
+        for node, edges in zip(nodes, before):
+            node.next_functions = edges
+
+
 def reachable(root) -> list:
     """Every node reachable from root (order irrelevant)."""
     seen, stack = {id(root): root}, [root]
@@ -256,15 +300,22 @@ def failing_engine(output) -> None:
     raise EngineFailure("the engine failed half-way")
 
 
-def run_instrumented(nodes: list, call: Callable[[], Any]) -> tuple[list[int], list[list[np.dtype]]]:
+def run_instrumented(nodes: list, call: Callable[[], Any], most_calls: int | None = None,
+                     label: str = "backward") -> tuple[list[int], list[list[np.dtype]]]:
     """call() with every node's apply counted and the dtype of each gradient it received recorded; per node,
-    in the order of nodes: (calls, dtypes). The nodes are restored afterwards, whatever happened."""
+    in the order of nodes: (calls, dtypes). The nodes are restored afterwards, whatever happened.
+
+    most_calls: a node called more often than that stops the run with an AssertionError (an engine that runs a
+    node once per path takes forever on a graph with 3**40 paths; this says why in a moment)."""
     calls = [0] * len(nodes)
     dtypes: list[list[np.dtype]] = [[] for _ in nodes]
 
     def wrap(k: int, apply: Callable) -> Callable:
         def wrapper(grad):
             calls[k] += 1
+            if most_calls is not None and calls[k] > most_calls:
+                raise AssertionError(f"{label}: node {k} ({nodes[k].name()}) ran more than {most_calls} times; "
+                                     "an engine that runs each node once, after every path into it, runs it once")
             dtypes[k].append(np.asarray(grad).dtype)
             return apply(grad)
         return wrapper
