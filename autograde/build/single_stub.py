@@ -12,7 +12,10 @@ reference stands in for the stub; a test cell of another exercise must not depen
 The filled notebook itself must run without any error.
 
 It runs in-process and forked (autograde.build.forked): the notebook once, and each stubbed variant from its
-first stubbed cell on.
+first stubbed cell on, to the end; except an exercise whose answer cells only bind literals to names (a concept
+check: answer_bf16 = "c") that no later cell reads, by name or through the namespace (globals(), eval, magics):
+its stub, which binds nothing, leaves every later cell as the filled run left it, so its run stops after its own
+test cells and the rest is the filled run's (which must run clean).
 
 Usage: python -m autograde.build.single_stub [CHAPTER ...]   (prints each exercise's cells that broke)
 """
@@ -86,16 +89,80 @@ def needing(cells: list[dict], group: tuple[str, ...], answer_ids: set[str]) -> 
     return names
 
 
+NAMESPACE_READS = {"globals", "locals", "vars", "eval", "exec", "dir", "get_ipython", "__import__", "__main__",
+                   "__builtins__"}
+"""Names through which a cell can read a variable without naming it (IPython magics become get_ipython calls)."""
+NAMESPACE_ATTRIBUTES = {"modules", "user_ns", "f_globals", "f_locals", "last_value", "last_exc", "last_traceback",
+                        "last_type"}
+"""Attributes that lead there (sys.modules["__main__"], a frame's globals, the error a stub left in sys)."""
+
+
+def literal_bindings(source: str) -> set[str] | None:
+    """The names an answer cell binds when all it does is assign literals to plain names (a concept check's
+    answer), else None."""
+    try:
+        tree = ast.parse(python_of(source))
+    except SyntaxError:
+        return None
+    names: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if not all(isinstance(t, ast.Name) for t in targets):
+                return None
+            try:
+                ast.literal_eval(stmt.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return None
+            names |= {t.id for t in targets}
+        elif not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            return None
+    return names
+
+
+def reads_namespace(source: str) -> bool:
+    """Whether a cell may read variables without naming them (globals(), eval, a magic, sys.modules, ...)."""
+    try:
+        tree = ast.parse(python_of(source))
+    except SyntaxError:
+        return True
+    return any(isinstance(n, ast.Name) and n.id in NAMESPACE_READS
+               or isinstance(n, ast.Attribute) and n.attr in NAMESPACE_ATTRIBUTES for n in ast.walk(tree))
+
+
+def unread_after(cells: list[dict], indices: list[int], own_tests: set[str]) -> bool:
+    """Whether the answer cells at these indices only bind literals that no later cell but their own test cells
+    reads (by name, or through the namespace), nor what those test cells bind (with the stub they stop early)."""
+    names: set[str] = set()
+    for i in indices:
+        bound = literal_bindings(cells[i]["source"])
+        if bound is None:
+            return False
+        names |= bound
+    tests = [c for c in cells[max(indices) + 1:] if c["test"] and c["grade_id"] in own_tests]
+    names |= {n for c in tests for n in defined_names(c["source"])}
+    later = [c for c in cells[max(indices) + 1:] if not (c["test"] and c["grade_id"] in own_tests)]
+    return not any(_used_names(c["source"]) & names or reads_namespace(c["source"]) for c in later)
+
+
 STUB = "stub:"
 """The prefix of a stub job's name (a run may also hold the visible run's mutant jobs)."""
 
 
 def stub_jobs(chapter: str, cells: list[dict], only: list[tuple[str, ...]] | None = None) -> list[dict]:
-    """One job per exercise: its answer cells back to their release stubs, run to the notebook's end."""
+    """One job per exercise: its answer cells back to their release stubs, run to the notebook's end (or to its
+    own last test cell, where the rest cannot differ from the filled run: see unread_after)."""
     stubs = {nbk.grade_id(c): c.source for c in nbk.read(release_path(chapter)).cells if nbk.is_solution(c)}
     index = {c["grade_id"]: i for i, c in enumerate(cells) if c["grade_id"] in stubs and not c["test"]}
-    return [{"name": STUB + "+".join(group), "changes": {str(index[g]): stubs[g] for g in group}}
-            for group in (only or groups(chapter))]
+    tests_of = nbk.tests_of(nbk.read(source_path(chapter)))
+    jobs = []
+    for group in only or groups(chapter):
+        own = [t for g in group for t in tests_of.get(g, ())]
+        job = {"name": STUB + "+".join(group), "changes": {str(index[g]): stubs[g] for g in group}}
+        if own and unread_after(cells, [index[g] for g in group], set(own)):
+            job["stop_after"] = own
+        jobs.append(job)
+    return jobs
 
 
 def plan(chapter: str, only: list[tuple[str, ...]] | None = None) -> dict:

@@ -38,3 +38,23 @@ def test_under_the_grader_the_graded_name_never_gets_the_reference(capsys):
         harness._STATE.pop("own", None)
     ns["double"] = lambda x: x + x + 1
     assert engine_double(3) == 7 and not is_stub(ns["double"])
+
+
+def _cells(*sources: str, tests: tuple[int, ...] = ()) -> list[dict]:
+    return [{"source": s, "grade_id": f"c{i}", "test": i in tests} for i, s in enumerate(sources)]
+
+
+def test_a_concept_stub_stops_early_only_where_nothing_later_can_read_its_answer():
+    answer = '# Allowed answers: "a" or "b".\nanswer_x = "b"'
+    own_test = 'check_choice("x", answer_x, "ab")'
+    assert single_stub.literal_bindings(answer) == {"answer_x"}
+    assert single_stub.unread_after(_cells("import numpy as np", answer, own_test, "print(np.pi)", tests=(2,)),
+                                    [1], {"c2"})
+    helper_in_test = own_test + "\ndef helper():\n    return 1"
+    assert not single_stub.unread_after(_cells(answer, helper_in_test, "helper()", tests=(1,)), [0], {"c1"})
+    for later in ("print(answer_x)", "print(globals()['answer_x'])", "print(eval('answer_' + 'x'))", "%who",
+                  "import sys\nprint(sys.modules['__main__'].answer_x)", "def f():\n    return answer_x"):
+        assert not single_stub.unread_after(_cells(answer, own_test, later, tests=(1,)), [0], {"c1"}), later
+    for not_literal in ("answer_x = pick()", "answer_x = 'b'\nprint(answer_x)", "answer_x.value = 'b'",
+                        "x, y = 'a', 'b'", "answer_x = 'b' if True else 'a'", "def answer():\n    return 'b'"):
+        assert single_stub.literal_bindings(not_literal) is None, not_literal
