@@ -1,6 +1,11 @@
 """Shared fixtures: the chapters, their source notebooks and catalogues."""
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+from pathlib import Path
+
 import pytest
 
 from course import CHAPTERS
@@ -25,6 +30,30 @@ def catalogue(chapter: str) -> mut.Catalogue:
 def graded_test_cells(nb) -> dict[str, object]:
     """grade_id -> test cell, in notebook order."""
     return {nbk.grade_id(c): c for c in nb.cells if nbk.is_test(c)}
+
+
+@pytest.fixture(scope="session")
+def run_folder(tmp_path_factory) -> Path:
+    """A folder this test run's workers share (pytest-xdist gives each worker its own basetemp inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def computed_once(folder: Path, key: str, compute, encode=json.dumps, decode=json.loads):
+    """compute() once per test run, whichever worker asks first; the others wait for it and read its result."""
+    path = folder / f"{key}.json"
+    with open(folder / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if path.exists():
+                return decode(path.read_text())
+            value = compute()
+            path.write_text(encode(value))
+            return value
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="module")

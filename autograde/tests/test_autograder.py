@@ -130,6 +130,13 @@ class Run:
     after: dict
     left: list[str]
     reached: bool
+    _scores: dict | None = None
+
+    def scores(self) -> dict:
+        """The gradebook's cell scores for the chapter, read once (each attack's test looks up its student)."""
+        if self._scores is None:
+            self._scores = self.ws.cell_scores(CH)
+        return self._scores
 
 
 def _targets(ws: Path, subs: Path, archive: Path) -> tuple[str, ...]:
@@ -178,12 +185,12 @@ def _grade_as_grader(root: Path) -> Run:
                _outside(site, [archive, subs]), left, _reached(sock))
 
 
-def _grade_unprivileged() -> Run:
+def _grade_unprivileged(root: Path) -> Run:
+    """Grades the corpus in root, a folder the unprivileged grader can reach (pytest's own are private to root)."""
     why = unprivileged.why_not()
     if why:
         pytest.skip(why)
     user = unprivileged.grader()
-    root = Path(tempfile.mkdtemp(prefix="autograde-unprivileged-"))
     ws, subs, archive = root / "ws", root / "submitted", root / "export.zip"
     sock = _listener()
     everything = corpus.write(CH, subs, _targets(ws, subs, archive), sock.getsockname()[1])
@@ -207,14 +214,20 @@ def _grade_unprivileged() -> Run:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     cache: dict[str, Run] = {}
+    shared: list[Path] = []  # the unprivileged run's folder, outside pytest's: removed after the module
 
     def get(kind: str) -> Run:
         if kind not in cache:
-            cache[kind] = (_grade_as_grader(tmp_path_factory.mktemp("corpus")) if kind == "grader"
-                           else _grade_unprivileged())
+            if kind == "grader":
+                cache[kind] = _grade_as_grader(tmp_path_factory.mktemp("corpus"))
+            else:
+                shared.append(Path(tempfile.mkdtemp(prefix="autograde-unprivileged-")))
+                cache[kind] = _grade_unprivileged(shared[-1])
         return cache[kind]
 
-    return get
+    yield get
+    for folder in shared:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -272,7 +285,7 @@ def test_nothing_to_grade_is_said_in_one_line(tmp_path, capsys):
 def test_attack_scores_exactly(runs, kind, attack):
     run = runs(kind)
     spec = run.attacks[attack]
-    scores = run.ws.cell_scores(CH).get(spec.student)
+    scores = run.scores().get(spec.student)
     if not spec.graded:
         assert not scores, f"{attack} cannot be graded, yet has grades: {scores}"
         assert float(_csv(run)[spec.student]["raw_score"]) == 0, f"{attack}: grades.csv should give it 0"

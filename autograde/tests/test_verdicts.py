@@ -12,7 +12,11 @@ every case through nbgrader (autograde/tests/test_grading.py).
 """
 from __future__ import annotations
 
+import functools
+import json
 import os
+from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +27,7 @@ from autograde.build.examples import example_losses
 from autograde.build.forked import BASE
 from autograde.grader.workspace import Workspace
 
-from .conftest import catalogue, graded_test_cells, source
+from .conftest import catalogue, computed_once, graded_test_cells, source
 
 pytestmark = pytest.mark.grading
 SEPARATELY = os.environ.get("COURSE_GRADE_SEPARATELY") == "1"
@@ -31,17 +35,31 @@ SEPARATELY = os.environ.get("COURSE_GRADE_SEPARATELY") == "1"
 
 
 class Measured(dict):
-    """Chapter -> {case: Verdict}, measured on first use (so `pytest -k <chapter>` measures that chapter alone)."""
+    """Chapter -> {case: Verdict}: the catalogue's cases and the example students, measured in one run of the
+    chapter on first use (so `pytest -k <chapter>` measures that chapter alone), once per test run: the worker that
+    grades the catalogue usually measures it, and the demo's worker, which compares the example students with the
+    real grader, reads it (conftest.computed_once)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
 
     def __missing__(self, chapter: str):
-        cases = {k: v for k, v in inproc.catalogue_cases(chapter).items() if not k.startswith("example_")}
-        self[chapter] = inproc.measure(chapter, cases, claims=None if SEPARATELY else inproc.catalogue_claims(chapter))
+        def compute() -> dict[str, inproc.Verdict]:
+            return inproc.measure(chapter, inproc.catalogue_cases(chapter),
+                                  claims=None if SEPARATELY else inproc.catalogue_claims(chapter))
+
+        self[chapter] = computed_once(
+            self.folder, f"verdicts-{chapter}{'-separately' if SEPARATELY else ''}", compute,
+            encode=lambda got: json.dumps({name: asdict(v) for name, v in got.items()}),
+            decode=lambda text: {name: inproc.Verdict(**{**v, "raised_cells": tuple(v["raised_cells"])})
+                                 for name, v in json.loads(text).items()})
         return self[chapter]
 
 
 @pytest.fixture(scope="session")
-def measured() -> Measured:
-    return Measured()
+def measured(run_folder) -> Measured:
+    return Measured(run_folder)
 
 
 def _cases(kind: str) -> list[tuple[str, str]]:
@@ -84,26 +102,18 @@ def _real_losses(scores: dict | None, tests) -> set[str]:
     return {g for g in tests if scores[g].score < scores[g].max_score}
 
 
-class MeasuredExamples(dict):
-    """Chapter -> {example_<student>: Verdict}: the example students alone (on the demo's worker, beside it)."""
-
-    def __missing__(self, chapter: str):
-        cases = {k: v for k, v in inproc.catalogue_cases(chapter).items() if k.startswith("example_")}
-        self[chapter] = inproc.measure(chapter, cases)
-        return self[chapter]
-
-
-@pytest.fixture(scope="session")
-def measured_examples() -> MeasuredExamples:
-    return MeasuredExamples()
+@functools.cache
+def _demo_scores(root: Path, chapter: str) -> dict:
+    return Workspace(root).cell_scores(chapter)
 
 
 @pytest.mark.parametrize("chapter_id,student", [(ch, ex.student) for ch in CHAPTERS for ex in catalogue(ch).examples])
-def test_in_process_equals_the_grader_on_the_example_students(demo, measured_examples, chapter_id, student):
-    """The demo graded the example students with autograde/grade: per test cell, the same verdict."""
+def test_in_process_equals_the_grader_on_the_example_students(demo, measured, chapter_id, student):
+    """The demo graded the example students with autograde/grade: per test cell, the same verdict (each example
+    student runs alone, to the end of the notebook)."""
     tests = graded_test_cells(source(chapter_id))
-    real = _real_losses(Workspace(demo[0]).cell_scores(chapter_id).get(student), tests)
-    got = measured_examples[chapter_id][f"example_{student}"]
+    real = _real_losses(_demo_scores(demo[0], chapter_id).get(student), tests)
+    got = measured[chapter_id][f"example_{student}"]
     assert set(got.lost) == real, (f"{chapter_id} {student}: the grader took {sorted(real)}, the in-process run "
                                    f"{_explain(got)}")
     ex = next(e for e in catalogue(chapter_id).examples if e.student == student)
