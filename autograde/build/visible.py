@@ -7,7 +7,8 @@ mutant's cell, and records which visible test cells of the mutant's exercise fai
 It is cheap because the notebook is run once per chapter (autograde.build.forked): the worker executes the
 cells in an IPython shell and, just before an answer cell some mutants change, forks once per mutant; the child
 runs the mutated cell and the cells after it up to the exercise's last test cell, reports, and exits. A cell
-that runs past the course's 60 s raises there, as an interrupted cell would: the mutant is caught.
+that computes past the course's 60 s (of CPU time: autograde.build.forked.WAITING_FACTOR) raises there, as an
+interrupted cell would: the mutant is caught.
 
 Usage: python -m autograde.build.visible [CHAPTER ...]   (prints the table of records against measurements)
 """

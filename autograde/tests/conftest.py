@@ -122,10 +122,28 @@ def _shared_work(item) -> str | None:
     return None
 
 
+EXPENSE = {"demo": 640, "corpus-grader": 275, "student-ch06_loss_scaling": 225, "student-ch08_capstone": 180,
+           "student-ch07_checkpointing": 180, "verdicts-ch08_capstone": 150, "legacy": 105, "verdicts-ch02_tape": 90,
+           "verdicts-ch04_accumulation": 80, "verdicts-ch07_checkpointing": 75, "corpus-unprivileged": 75,
+           "verdicts-ch06_loss_scaling": 70, "verdicts-ch03_vjp_rules": 70, "student-ch02_tape": 65,
+           "verdicts-ch05_grad_modes": 60, "student-ch04_accumulation": 60, "student-ch05_grad_modes": 55,
+           "verdicts-ch01_chain_rule": 55, "student-ch03_vjp_rules": 45, "student-ch01_chain_rule": 15}
+"""Seconds each shared fixture's tests took on one worker of `make test` (2026-11-26, 3 workers on 2 cores): only
+the order they are handed out in (longest first) depends on it; a new group counts 60 s, a test of its own 0."""
+
+
+def _expense(item) -> int:
+    group = _shared_work(item)
+    return 0 if group is None else EXPENSE.get(group, 60)
+
+
 def pytest_configure(config):
-    """Refuse to run in parallel where --dist loadgroup would silently not group (see pyproject.toml's test extra)."""
+    """Refuse to run in parallel where --dist loadgroup would silently not group (see pyproject.toml's test extra);
+    hand out the groups longest first (pytest_collection_modifyitems orders them) rather than by how many tests
+    each has: a chapter's two student-run tests take minutes, so handed out last they would end the run alone."""
     if getattr(config.option, "dist", "no") != "loadgroup":
         return
+    config.option.loadscopereorder = False
     from importlib.metadata import version
 
     from packaging.version import Version
@@ -143,3 +161,4 @@ def pytest_collection_modifyitems(config, items):
         group = _shared_work(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: -_expense(item))  # stable: within a group, and among single tests, as collected
