@@ -69,16 +69,27 @@ def one_torch_thread():
 
 
 @pytest.fixture(scope="session")
-def demo(tmp_path_factory):
-    """`make demo` run once: (workspace, report, None).
+def demo(run_folder):
+    """`make demo` run once per test run, by whichever worker asks first: (workspace, report, scores), where scores
+    are each chapter's cell scores per student as the demo left them (the rerun test later regrades chapter 1 in
+    the same workspace; the comparison with the in-process verdicts reads these, not the gradebook).
 
-    Session-wide: test_demo checks the report (and regrades one chapter to check a rerun agrees), and
-    test_grading reads the example students' scores from this gradebook rather than grading them again.
-    """
+    test_demo checks the report (and regrades one chapter to check a rerun agrees); test_verdicts compares the
+    example students' scores with the in-process verdicts, on another worker, after the demo has run."""
     from autograde.demo import run_demo
+    from autograde.grader.workspace import Workspace
 
-    root = tmp_path_factory.mktemp("demo") / "ws"
-    return root, run_demo(root, quiet=True), None
+    root = run_folder / "demo" / "ws"
+
+    def compute() -> dict:
+        report = run_demo(root, quiet=True)
+        ws = Workspace(root)
+        return {"report": report, "scores": {ch: {student: {gid: [c.score, c.max_score] for gid, c in cells.items()}
+                                                  for student, cells in ws.cell_scores(ch).items()}
+                                             for ch in CHAPTERS}}
+
+    got = computed_once(run_folder, "demo", compute)
+    return root, got["report"], got["scores"]
 
 
 @pytest.fixture(scope="session")
@@ -105,6 +116,8 @@ def _shared_work(item) -> str | None:
     params = item.callspec.params if hasattr(item, "callspec") else {}
     if item.name == "test_tests_that_share_a_fixture_share_a_worker":
         return "sentinel"
+    if item.originalname == "test_in_process_equals_the_grader_on_the_example_students":
+        return "examples"  # reads the demo's scores and every chapter's verdicts, both built elsewhere: handed out last
     if "demo" in names:
         return "demo"
     if "runs" in names:
@@ -129,12 +142,14 @@ EXPENSE = {"demo": 640, "corpus-grader": 275, "student-ch06_loss_scaling": 225, 
            "verdicts-ch05_grad_modes": 60, "student-ch04_accumulation": 60, "student-ch05_grad_modes": 55,
            "verdicts-ch01_chain_rule": 55, "student-ch03_vjp_rules": 45, "student-ch01_chain_rule": 15}
 """Seconds each shared fixture's tests took on one worker of `make test` (2026-11-26, 3 workers on 2 cores): only
-the order they are handed out in (longest first) depends on it; a new group counts 60 s, a test of its own 0."""
+the order they are handed out in (longest first) depends on it; a new group counts 60 s, a test of its own 0, and
+the comparison of the example students (which waits for the demo and the verdicts) comes last."""
+LAST = -1
 
 
 def _expense(item) -> int:
     group = _shared_work(item)
-    return 0 if group is None else EXPENSE.get(group, 60)
+    return 0 if group is None else LAST if group == "examples" else EXPENSE.get(group, 60)
 
 
 def pytest_configure(config):
@@ -161,4 +176,9 @@ def pytest_collection_modifyitems(config, items):
         group = _shared_work(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: -_expense(item))  # stable: within a group, and among single tests, as collected
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")  # after pytest's reordering by session parameters
+def pytest_collection_modifyitems_longest_first(items):
+    """The longest shared work first; stable: within a group, and among single tests, the order pytest chose."""
+    items.sort(key=lambda item: -_expense(item))

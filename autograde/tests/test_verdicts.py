@@ -12,7 +12,6 @@ every case through nbgrader (autograde/tests/test_grading.py).
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 from dataclasses import asdict
@@ -25,7 +24,6 @@ from autograde import notebook as nbk
 from autograde.build import verdicts as inproc
 from autograde.build.examples import example_losses
 from autograde.build.forked import BASE
-from autograde.grader.workspace import Workspace
 
 from .conftest import catalogue, computed_once, graded_test_cells, source
 
@@ -98,13 +96,9 @@ def test_alternative_keeps_full_marks(measured, chapter_id, name):
 
 
 def _real_losses(scores: dict | None, tests) -> set[str]:
+    """The test cells below full marks, from the demo's scores (grade_id -> [score, max_score])."""
     assert scores is not None, "not in the gradebook"
-    return {g for g in tests if scores[g].score < scores[g].max_score}
-
-
-@functools.cache
-def _demo_scores(root: Path, chapter: str) -> dict:
-    return Workspace(root).cell_scores(chapter)
+    return {g for g in tests if scores[g][0] < scores[g][1]}
 
 
 @pytest.mark.parametrize("chapter_id,student", [(ch, ex.student) for ch in CHAPTERS for ex in catalogue(ch).examples])
@@ -112,7 +106,7 @@ def test_in_process_equals_the_grader_on_the_example_students(demo, measured, ch
     """The demo graded the example students with autograde/grade: per test cell, the same verdict (each example
     student runs alone, to the end of the notebook)."""
     tests = graded_test_cells(source(chapter_id))
-    real = _real_losses(_demo_scores(demo[0], chapter_id).get(student), tests)
+    real = _real_losses(demo[2][chapter_id].get(student), tests)
     got = measured[chapter_id][f"example_{student}"]
     assert set(got.lost) == real, (f"{chapter_id} {student}: the grader took {sorted(real)}, the in-process run "
                                    f"{_explain(got)}")
