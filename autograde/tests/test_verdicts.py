@@ -35,8 +35,8 @@ SEPARATELY = os.environ.get("COURSE_GRADE_SEPARATELY") == "1"
 class Measured(dict):
     """Chapter -> {case: Verdict}: the catalogue's cases and the example students, measured in one run of the
     chapter on first use (so `pytest -k <chapter>` measures that chapter alone), once per test run: the worker that
-    grades the catalogue usually measures it, and the demo's worker, which compares the example students with the
-    real grader, reads it (conftest.computed_once)."""
+    grades the catalogue usually measures it, and the worker that compares the example students with the real
+    grader (the "examples" group, handed out last) reads it (conftest.computed_once)."""
 
     def __init__(self, folder: Path) -> None:
         super().__init__()
