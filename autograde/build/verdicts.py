@@ -110,24 +110,34 @@ def regions(nb: NotebookNode, entries: list) -> list[Region]:
     return out
 
 
-def share(items: list[tuple[str, list[Region], frozenset[str]]]) -> list[list[str]]:
-    """Group (name, regions changed, test cells it must lose) so that no two in a group lose the same test cell or
-    change overlapping lines of an answer cell: each group runs as one submission, in which every test cell is
-    claimed by at most one case and every unclaimed one must keep full marks."""
-    groups: list[tuple[list[str], set[str], list[Region]]] = []
+def share(items: list[tuple[str, list[Region], frozenset[str]]],
+          exact: dict[str, frozenset[str]] | None = None) -> list[list[str]]:
+    """Group (name, regions changed, test cells it must lose) so that no two in a group change overlapping lines
+    of an answer cell, and no two lose the same test cell: each group runs as one submission, in which every
+    test cell is claimed by at most one case and every unclaimed one must keep full marks.
 
-    def fits(group, changed: list[Region], lost: frozenset[str]) -> bool:
-        return not group[1] & lost and all(c != c2 or l1 < f2 or f1 > l2
-                                           for c, f1, l1 in changed for c2, f2, l2 in group[2])
+    With `exact` (name -> the test cells a run of its own grades exactly, the in-process verdicts' own runs), two
+    cases may claim the same cell where both runs of their own grade it: the shared run then only looks for
+    spills, which no claimed cell can hide from a case that does not grade it exactly itself. In practice this
+    lets the mutants of one exercise that change different lines share a run."""
+    exact = exact or {}
+    groups: list[tuple[list[str], dict[str, list[str]], list[Region]]] = []
+
+    def fits(group, name: str, changed: list[Region], lost: frozenset[str]) -> bool:
+        overlap = lost & group[1].keys()
+        if any(not (c in exact.get(name, ()) and all(c in exact.get(m, ()) for m in group[1][c])) for c in overlap):
+            return False
+        return all(c != c2 or l1 < f2 or f1 > l2 for c, f1, l1 in changed for c2, f2, l2 in group[2])
 
     for name, changed, lost in items:
-        group = next((g for g in groups if fits(g, changed, lost)), None)
+        group = next((g for g in groups if fits(g, name, changed, lost)), None)
         if group is None:
-            groups.append(([name], set(lost), list(changed)))
-        else:
-            group[0].append(name)
-            group[1].update(lost)
-            group[2].extend(changed)
+            group = ([], {}, [])
+            groups.append(group)
+        group[0].append(name)
+        for cell in lost:
+            group[1].setdefault(cell, []).append(name)
+        group[2].extend(changed)
     return [names for names, _, _ in groups]
 
 
@@ -140,8 +150,10 @@ def measure(chapter: str, cases: dict[str, list], parallel: int = 2,
     lose) a claimed case is graded in two runs that together cost a fraction of that:
     - alone, from its first changed cell to its own exercises' last test cell: every cell it loses there, exactly
       (no other case can hide a loss, as two mutants of one exercise in one shared submission can);
-    - shared with cases that change other lines and claim other cells (`share`), to the end of the notebook: a
-      cell that fails there and that no case of the run claims is a spill, and counts against every case of it.
+    - shared with cases that change other lines (`share`), to the end of the notebook: a cell that fails there
+      and that no case of the run claims is a spill, and counts against every case of it. Two cases may claim
+      the same cell only where each one's own run grades it (two mutants of one exercise), so no case's loss in
+      its own exercise is left to the shared run.
     Unclaimed cases (example students) run alone to the end."""
     nb = graded_notebook(chapter)
     runs: dict[str, tuple[list, tuple[str, ...]]] = {}  # run -> (entries, test cells to stop after, or ())
@@ -154,7 +166,8 @@ def measure(chapter: str, cases: dict[str, list], parallel: int = 2,
             runs[f"own:{n}"] = (cases[n], own)
         else:
             runs[n], members[n] = (cases[n], ()), [n]
-    groups = share([(n, regions(nb, cases[n]), frozenset(claims[n])) for n in cases if n in claims])
+    groups = share([(n, regions(nb, cases[n]), frozenset(claims[n])) for n in cases if n in claims],
+                   exact={n: frozenset(runs[f"own:{n}"][1]) for n in cases if n in claims})
     for k, group in enumerate(groups):
         runs[f"shared_{k}"] = ([e for n in group for e in cases[n]], ())
         members[f"shared_{k}"] = group

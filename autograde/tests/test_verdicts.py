@@ -6,8 +6,10 @@ around every test cell (isolation, provenance, the torch guard, blocked imports)
 instead of a kernel per submission. That it gives what nbgrader gives is checked here on every chapter's
 bundled example students (graded by the demo through autograde/grade), among them one that
 changes every answer cell (erin: an alternative or a mutant in each, Catalogue.sample). Cases that change
-different lines and must lose different cells share a run (autograde.build.verdicts.share), as they share a
-submission in the exhaustive tier; COURSE_GRADE_SEPARATELY=1 runs each alone. `make test-exhaustive` grades
+different lines share a run to the end of the notebook (autograde.build.verdicts.share), where only a spill
+into cells no case of the run claims is looked for; each case's own exercise is graded in a run of its own, so
+two mutants of one exercise may share (in the exhaustive tier, where nothing else grades them, cases that claim
+the same cell never share a submission). COURSE_GRADE_SEPARATELY=1 runs each alone. `make test-exhaustive` grades
 every case through nbgrader (autograde/tests/test_grading.py).
 """
 from __future__ import annotations
@@ -112,3 +114,20 @@ def test_in_process_equals_the_grader_on_the_example_students(demo, measured, ch
                                    f"{_explain(got)}")
     ex = next(e for e in catalogue(chapter_id).examples if e.student == student)
     assert real == example_losses(catalogue(chapter_id), ex, set(tests))
+
+
+def test_cases_share_a_run_only_where_no_loss_is_left_to_it():
+    """share(): cases that change overlapping lines never share; cases that claim the same test cell share only
+    where each one's own run grades that cell (two mutants of one exercise), never in the exhaustive tier's
+    submissions (no `exact`), where the shared submission is all that grades them."""
+    a = ("a", [("ex1", 3, 5)], frozenset({"t1"}))
+    b = ("b", [("ex1", 7, 9)], frozenset({"t1", "t2"}))      # same exercise, other lines
+    c = ("c", [("ex1", 4, 8)], frozenset({"t1"}))            # overlaps a's and b's lines
+    d = ("d", [("ex2", 1, 2)], frozenset({"t3"}))            # another exercise
+    own = {"a": frozenset({"t1", "t2"}), "b": frozenset({"t1", "t2"}), "c": frozenset({"t1", "t2"}),
+           "d": frozenset({"t3"})}
+    assert inproc.share([a, b, c, d]) == [["a", "d"], ["b"], ["c"]]
+    assert inproc.share([a, b, c, d], exact=own) == [["a", "b", "d"], ["c"]]
+    # a claim that the case's own run does not grade (a loss outside its exercise) is never shared
+    assert inproc.share([a, b, c, d], exact={**own, "b": frozenset({"t2"})}) == [["a", "d"], ["b"], ["c"]]
+    assert inproc.share([a, b, c, d], exact={**own, "a": frozenset()}) == [["a", "d"], ["b"], ["c"]]
