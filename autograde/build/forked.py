@@ -8,8 +8,8 @@ import, no cells run twice before the change.
 The worker (its own process: `python -m autograde.build.forked PLAN.json`) executes the plan's code cells in an
 IPython shell, in notebook order. Before a cell that some jobs change first, it forks one child per job (at most
 `parallel` children at a time, while the parent carries on); a child runs its job's version of the cells from
-there to the end, or until every test cell in the job's `stop_after` has run, writes what each test cell did,
-and exits. The parent's own run is the job named BASE. Two kinds of run use it:
+there to the end (leaving out the cells in its `skip`), or until every test cell in the job's `stop_after` has
+run, writes what each test cell did, and exits. The parent's own run is the job named BASE. Two kinds of run use it:
 - visible (autograde.build.visible): the release's test cells, as a student runs them in JupyterLab;
 - graded (autograde.build.verdicts): the source's test cells with their hidden tests, each wrapped in the
   grader's harness calls (autograde.hidden.harness.before_test / after_test) as the grader wraps them.
@@ -128,8 +128,11 @@ def _run_from(shell, cells, start: int, job: dict, cell_timeout: int, harness: b
     """Run cells[start:] with the job's changes; stop after its stop_after tests, or at the deadline."""
     changes = {int(k): v for k, v in job.get("changes", {}).items()}
     pending = set(job.get("stop_after") or ())
+    skip = set(job.get("skip") or ()) - set(changes)
     out: dict = {"tests": {}, "counts": {}}
     for i in range(start, len(cells)):
+        if i in skip:
+            continue
         if time.monotonic() > deadline:
             out["died"] = f"ran past its time limit before cell {i}"
             break

@@ -17,6 +17,11 @@ check: answer_bf16 = "c") that no later cell reads, by name or through the names
 its stub, which binds nothing, leaves every later cell as the filled run left it, so its run stops after its own
 test cells and the rest is the filled run's (which must run clean).
 
+Demo cells (course.demo: they only show something, and no later cell reads what they bind; see
+autograde.build.demo_cells) hold most of a chapter's time: a training run drawn as a curve, a throughput
+against torch. `make test` runs each stubbed variant without them (demo_cells=False) and the filled notebook
+with them; `make test-exhaustive` and this module's command run every variant with them too.
+
 Usage: python -m autograde.build.single_stub [CHAPTER ...]   (prints each exercise's cells that broke)
 """
 from __future__ import annotations
@@ -29,6 +34,7 @@ from autograde import notebook as nbk
 from autograde.build.forked import BASE, run_plan
 from autograde.build import catalogue as mut
 from autograde.build import visible
+from autograde.build.demo_cells import is_demo
 from autograde.notebook import defined_names, python_of
 from autograde.paths import release_path, source_path
 
@@ -149,26 +155,38 @@ STUB = "stub:"
 """The prefix of a stub job's name (a run may also hold the visible run's mutant jobs)."""
 
 
-def stub_jobs(chapter: str, cells: list[dict], only: list[tuple[str, ...]] | None = None) -> list[dict]:
+def demo_indices(chapter: str) -> list[int]:
+    """The demo cells among the filled release's code cells (the cells of visible.plan), by position."""
+    demos = {c.get("id") for c in nbk.read(source_path(chapter)).cells if is_demo(c)}
+    code = [c for c in visible.filled_release(chapter).cells if c.cell_type == "code"]
+    return [i for i, c in enumerate(code) if c.get("id") in demos]
+
+
+def stub_jobs(chapter: str, cells: list[dict], only: list[tuple[str, ...]] | None = None,
+              demo_cells: bool = True) -> list[dict]:
     """One job per exercise: its answer cells back to their release stubs, run to the notebook's end (or to its
-    own last test cell, where the rest cannot differ from the filled run: see unread_after)."""
+    own last test cell, where the rest cannot differ from the filled run: see unread_after); without demo_cells,
+    leaving the demo cells out."""
     stubs = {nbk.grade_id(c): c.source for c in nbk.read(release_path(chapter)).cells if nbk.is_solution(c)}
     index = {c["grade_id"]: i for i, c in enumerate(cells) if c["grade_id"] in stubs and not c["test"]}
     tests_of = nbk.tests_of(nbk.read(source_path(chapter)))
+    skip = [] if demo_cells else demo_indices(chapter)
     jobs = []
     for group in only or groups(chapter):
         own = [t for g in group for t in tests_of.get(g, ())]
         job = {"name": STUB + "+".join(group), "changes": {str(index[g]): stubs[g] for g in group}}
         if own and unread_after(cells, [index[g] for g in group], set(own)):
             job["stop_after"] = own
+        if skip:
+            job["skip"] = skip
         jobs.append(job)
     return jobs
 
 
-def plan(chapter: str, only: list[tuple[str, ...]] | None = None) -> dict:
+def plan(chapter: str, only: list[tuple[str, ...]] | None = None, demo_cells: bool = True) -> dict:
     """The visible run's plan (the filled release as a student runs it) with the stub jobs instead of mutants."""
     job = visible.plan(chapter, ())
-    return {**job, "jobs": stub_jobs(chapter, job["cells"], only)}
+    return {**job, "jobs": stub_jobs(chapter, job["cells"], only, demo_cells)}
 
 
 def judge(chapter: str, cells: list[dict], jobs: list[dict], found: dict[str, dict]
@@ -199,18 +217,21 @@ def judge(chapter: str, cells: list[dict], jobs: list[dict], found: dict[str, di
     return out
 
 
-def measure(chapter: str, only: list[tuple[str, ...]] | None = None) -> dict[tuple[str, ...], list[Broken]]:
+def measure(chapter: str, only: list[tuple[str, ...]] | None = None,
+            demo_cells: bool = True) -> dict[tuple[str, ...], list[Broken]]:
     """Per exercise (and () for the filled notebook), the cells that broke."""
-    job = plan(chapter, only)
+    job = plan(chapter, only, demo_cells)
     return judge(chapter, job["cells"], job["jobs"], run_plan(job))
 
 
-def measure_with_visible(chapter: str) -> tuple[dict[tuple[str, ...], list[Broken]], dict[str, visible.Outcome]]:
+def measure_with_visible(chapter: str, demo_cells: bool = True
+                         ) -> tuple[dict[tuple[str, ...], list[Broken]], dict[str, visible.Outcome]]:
     """This measurement and the visible one (autograde.build.visible) from one run of the notebook: the same
-    filled release, its mutants and its stubbed exercises forked from it."""
+    filled release, its mutants and its stubbed exercises forked from it (without demo_cells, the stubbed runs
+    leave the demo cells out; the filled run keeps them)."""
     job = visible.plan(chapter, mut.load(chapter).mutants)
     mutants = list(job["jobs"])
-    stubs = stub_jobs(chapter, job["cells"])
+    stubs = stub_jobs(chapter, job["cells"], demo_cells=demo_cells)
     found = run_plan({**job, "jobs": mutants + stubs})
     return judge(chapter, job["cells"], stubs, found), visible.outcomes(mutants, found)
 

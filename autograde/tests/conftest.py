@@ -95,14 +95,15 @@ def demo(run_folder):
 @pytest.fixture(scope="session")
 def student_runs():
     """chapter -> (single-stub findings, visible outcomes): the release run as a student runs it, once per chapter,
-    with every catalogued mutant and every exercise left as its stub forked from it (autograde.build.single_stub)."""
+    with every catalogued mutant and every exercise left as its stub forked from it (autograde.build.single_stub);
+    the stubbed runs leave the demo cells out (the exhaustive tier runs them with: test_single_stub)."""
     from autograde.build import single_stub
 
     cache: dict[str, tuple] = {}
 
     def get(chapter: str) -> tuple:
         if chapter not in cache:
-            cache[chapter] = single_stub.measure_with_visible(chapter)
+            cache[chapter] = single_stub.measure_with_visible(chapter, demo_cells=False)
         return cache[chapter]
 
     return get
@@ -135,13 +136,13 @@ def _shared_work(item) -> str | None:
     return None
 
 
-EXPENSE = {"demo": 640, "corpus-grader": 275, "student-ch06_loss_scaling": 225, "student-ch08_capstone": 180,
-           "student-ch07_checkpointing": 180, "verdicts-ch08_capstone": 150, "legacy": 105, "verdicts-ch02_tape": 90,
+EXPENSE = {"demo": 640, "corpus-grader": 275, "student-ch06_loss_scaling": 90, "student-ch08_capstone": 75,
+           "student-ch07_checkpointing": 70, "verdicts-ch08_capstone": 150, "legacy": 105, "verdicts-ch02_tape": 90,
            "verdicts-ch04_accumulation": 80, "verdicts-ch07_checkpointing": 75, "corpus-unprivileged": 75,
            "verdicts-ch06_loss_scaling": 70, "verdicts-ch03_vjp_rules": 70, "student-ch02_tape": 65,
            "verdicts-ch05_grad_modes": 60, "student-ch04_accumulation": 60, "student-ch05_grad_modes": 55,
            "verdicts-ch01_chain_rule": 55, "student-ch03_vjp_rules": 45, "student-ch01_chain_rule": 15}
-"""Seconds each shared fixture's tests took on one worker of `make test` (2026-11-26, 3 workers on 2 cores): only
+"""Seconds each shared fixture's tests take on one worker of `make test` (2026-11-26, 3 workers on 2 cores): only
 the order they are handed out in (longest first) depends on it; a new group counts 60 s, a test of its own 0, and
 the comparison of the example students (which waits for the demo and the verdicts) comes last."""
 LAST = -1

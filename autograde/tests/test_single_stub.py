@@ -9,12 +9,36 @@ from course.checking import answer_or_reference, is_stub
 from autograde.build import single_stub
 
 
-def test_any_one_exercise_left_as_its_stub_breaks_no_other_cell(chapter, student_runs):
-    found = student_runs(chapter)[0]
+def _check(chapter: str, found: dict) -> None:
     assert not found[()], "the filled notebook itself fails:\n" + "\n".join(map(str, found[()]))
     broken = [str(b) for group, cells in found.items() if group for b in cells]
     assert not broken, f"{chapter}: cells that break when one exercise is left as its stub:\n" + "\n".join(broken)
     assert len(found) - 1 == len(single_stub.groups(chapter)) >= 5
+
+
+def test_any_one_exercise_left_as_its_stub_breaks_no_other_cell(chapter, student_runs):
+    """make test: every cell but the demo cells, with each exercise left as its stub (the filled run has them all)."""
+    _check(chapter, student_runs(chapter)[0])
+
+
+@pytest.mark.exhaustive
+def test_any_one_exercise_left_as_its_stub_breaks_no_demo_cell_either(chapter):
+    """make test-exhaustive: the same with the demo cells too (a training curve, a throughput: most of a chapter's
+    time, so make test leaves them out of the stubbed runs)."""
+    _check(chapter, single_stub.measure(chapter, demo_cells=True))
+
+
+def test_leaving_the_demo_cells_out_leaves_out_nothing_else(chapter):
+    """The cells make test's stubbed runs skip are exactly the chapter's demo cells, and none is an answer or a test."""
+    from autograde.build import visible
+
+    cells = visible.plan(chapter, ())["cells"]
+    skipped = {i for job in single_stub.stub_jobs(chapter, cells, demo_cells=False) for i in job.get("skip", ())}
+    assert skipped == set(single_stub.demo_indices(chapter))
+    answers = {g for group in single_stub.groups(chapter) for g in group}
+    assert not [i for i in skipped if cells[i]["test"] or cells[i]["grade_id"] in answers], \
+        "a demo cell that is an answer or test cell"
+    assert not any(job.get("skip") for job in single_stub.stub_jobs(chapter, cells))
 
 
 def _stub(x):
