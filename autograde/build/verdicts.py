@@ -116,10 +116,10 @@ def share(items: list[tuple[str, list[Region], frozenset[str]]],
     of an answer cell, and no two lose the same test cell: each group runs as one submission, in which every
     test cell is claimed by at most one case and every unclaimed one must keep full marks.
 
-    With `exact` (name -> the test cells a run of its own grades exactly, the in-process verdicts' own runs), two
-    cases may claim the same cell where both runs of their own grade it: the shared run then only looks for
-    spills, which no claimed cell can hide from a case that does not grade it exactly itself. In practice this
-    lets the mutants of one exercise that change different lines share a run."""
+    With `exact` (name -> the test cells a run of its own grades exactly: the in-process verdicts' own runs), two
+    cases may claim the same cell where the own runs of both grade it: such a cell is proven for each of them
+    there, and the shared run only has to find spills into cells no case of it claims. In practice this lets
+    the mutants of one exercise that change different lines share a run."""
     exact = exact or {}
     groups: list[tuple[list[str], dict[str, list[str]], list[Region]]] = []
 
