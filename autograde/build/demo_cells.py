@@ -17,10 +17,16 @@ import ast
 
 from autograde import notebook as nbk
 from autograde.notebook import python_of
+from autograde.paths import source_path
 
 
 def is_demo(cell: nbk.NotebookNode) -> bool:
     return cell.cell_type == "code" and bool(nbk.course_meta(cell).get("demo"))
+
+
+def demo_ids(chapter: str) -> set[str]:
+    """The cell ids of a chapter's demo cells (marked in its source; the release and its fillings keep the ids)."""
+    return {c.get("id") for c in nbk.read(source_path(chapter)).cells if is_demo(c)}
 
 
 def _bound_in(node: ast.AST) -> set[str]:

@@ -34,7 +34,6 @@ from autograde import notebook as nbk
 from autograde.build.forked import BASE, run_plan
 from autograde.build import catalogue as mut
 from autograde.build import visible
-from autograde.build.demo_cells import is_demo
 from autograde.notebook import defined_names, python_of
 from autograde.paths import release_path, source_path
 
@@ -155,13 +154,6 @@ STUB = "stub:"
 """The prefix of a stub job's name (a run may also hold the visible run's mutant jobs)."""
 
 
-def demo_indices(chapter: str) -> list[int]:
-    """The demo cells among the filled release's code cells (the cells of visible.plan), by position."""
-    demos = {c.get("id") for c in nbk.read(source_path(chapter)).cells if is_demo(c)}
-    code = [c for c in visible.filled_release(chapter).cells if c.cell_type == "code"]
-    return [i for i, c in enumerate(code) if c.get("id") in demos]
-
-
 def stub_jobs(chapter: str, cells: list[dict], only: list[tuple[str, ...]] | None = None,
               demo_cells: bool = True) -> list[dict]:
     """One job per exercise: its answer cells back to their release stubs, run to the notebook's end (or to its
@@ -170,7 +162,7 @@ def stub_jobs(chapter: str, cells: list[dict], only: list[tuple[str, ...]] | Non
     stubs = {nbk.grade_id(c): c.source for c in nbk.read(release_path(chapter)).cells if nbk.is_solution(c)}
     index = {c["grade_id"]: i for i, c in enumerate(cells) if c["grade_id"] in stubs and not c["test"]}
     tests_of = nbk.tests_of(nbk.read(source_path(chapter)))
-    skip = [] if demo_cells else demo_indices(chapter)
+    skip = [] if demo_cells else [i for i, c in enumerate(cells) if c.get("demo")]
     jobs = []
     for group in only or groups(chapter):
         own = [t for g in group for t in tests_of.get(g, ())]

@@ -31,7 +31,7 @@ from autograde.build import catalogue as mut
 from autograde.build.forked import BASE, run_plan
 from autograde.notebook import exercise_tests
 from autograde.grader.records.limits import LIMITS
-from autograde.build.demo_cells import is_demo
+from autograde.build.demo_cells import demo_ids
 from autograde.grader.steps import WARNING_PATTERN
 from autograde.grader.test_plans import blocked_references, plans
 from autograde.paths import example_path, release_path, source_path
@@ -190,7 +190,7 @@ def measure(chapter: str, cases: dict[str, list], parallel: int = 2,
 
 def _measure_runs(chapter: str, nb: NotebookNode, runs: dict[str, tuple[list, tuple[str, ...]]],
                   parallel: int) -> dict[str, Verdict]:
-    demos = {c.get("id") for c in nbk.read(source_path(chapter)).cells if is_demo(c)}  # shows, and nothing later reads
+    demos = demo_ids(chapter)  # shows, and nothing later reads
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip() and c.get("id") not in demos]
     index = {nbk.grade_id(c): i for i, c in enumerate(code) if nbk.grade_id(c)}
     test_plans = plans(chapter)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from autograde import notebook as nbk
 from autograde.build import catalogue as mut
+from autograde.build.demo_cells import demo_ids
 from autograde.build.forked import run_plan
 from autograde.grader.records.limits import LIMITS
 from autograde.paths import release_path, source_path
@@ -52,7 +53,9 @@ def plan(chapter: str, mutants: tuple[mut.Mutant, ...]) -> dict:
     nb = filled_release(chapter)
     tests_of = nbk.tests_of(nbk.read(source_path(chapter)))
     code = [c for c in nb.cells if c.cell_type == "code"]
-    cells = [{"source": c.source, "grade_id": nbk.grade_id(c), "test": nbk.is_test(c)} for c in code]
+    demos = demo_ids(chapter)
+    cells = [{"source": c.source, "grade_id": nbk.grade_id(c), "test": nbk.is_test(c), "demo": c.get("id") in demos}
+             for c in code]
     index = {nbk.grade_id(c): i for i, c in enumerate(code) if nbk.is_solution(c)}
     jobs = []
     for m in mutants:
