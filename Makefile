@@ -22,7 +22,7 @@ PY     := $(BIN)/python
 # Shell: supported PATH succeeds if PATH runs a Python in SUPPORTED_PYTHONS; sets ver=X.Y.Z.
 SUPPORTED_SH = supported() { ver=$$("$$1" -c 'import platform; print(platform.python_version())' 2>/dev/null) && case " $(SUPPORTED_PYTHONS) " in *" $${ver%.*} "*) return 0;; esac; return 1; }
 
-.PHONY: demo test test-exhaustive build lab grade selfcheck gradescope bench bench-engine bench-grading clean help venv-python constraints
+.PHONY: demo test test-exhaustive build lab grade selfcheck gradescope bench bench-engine bench-grading mutation clean help venv-python constraints
 
 help:
 	@echo "make demo   build, autograde the example submissions, print the gradebook"
@@ -36,6 +36,7 @@ help:
 	@echo "make student-edition CHAPTER=ch03_vjp_rules DEST=DIR  what a class's students may see up to CHAPTER, ready to push"
 	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
 	@echo "make bench-engine  the reference engine against torch on an MLP step (CPU)"
+	@echo "make mutation [CHAPTER=...]  mutate every graded answer (cosmic-ray), grade each mutant; writes autograde/mutation/report.json"
 	@echo "make bench-grading  the grading command against plain nbgrader, side by side (ch01 and ch05; 1 job and one per core)"
 	@echo "make clean  remove run-time state (.work/); keeps .venv"
 	@echo "make constraints  re-lock constraints.txt from pyproject.toml (uv), for every supported Python"
@@ -77,8 +78,8 @@ $(STAMP): pyproject.toml constraints.txt | venv-python
 	  then idx="--extra-index-url $(TORCH_INDEX)"; \
 	  else echo "note: $(TORCH_INDEX) does not answer: torch comes from pip's other sources (your pip config's find-links, else PyPI's CUDA build, GBs)"; fi; \
 	fi; \
-	echo "$(PY) -m pip install -q -c constraints.txt $$idx -e '.[test]'"; \
-	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $$idx -e '.[test]'
+	echo "$(PY) -m pip install -q -c constraints.txt $$idx -e '.[test,mutation]'"; \
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt $$idx -e '.[test,mutation]'
 	@touch $@
 
 # Regenerate constraints.txt after changing dependencies in pyproject.toml. One
@@ -86,7 +87,7 @@ $(STAMP): pyproject.toml constraints.txt | venv-python
 # cannot serve them all. The pins already there are kept unless they must move
 # (uv reads the file it writes as preferences; --upgrade-package NAME moves one).
 constraints: $(STAMP)
-	$(BIN)/uv pip compile --no-python-downloads pyproject.toml --extra test --universal --python-version $(firstword $(SUPPORTED_PYTHONS)) -o constraints.txt
+	$(BIN)/uv pip compile --no-python-downloads pyproject.toml --extra test --extra mutation --universal --python-version $(firstword $(SUPPORTED_PYTHONS)) -o constraints.txt
 
 build: $(STAMP)
 	$(PY) -m autograde.build
@@ -131,6 +132,11 @@ bench-grading: $(STAMP)
 
 bench-engine: $(STAMP)
 	$(PY) -m autograde.bench.engine
+
+# The measure of the hidden tests: cosmic-ray's operators on every graded answer, each mutant graded in-process.
+# Rewrites autograde/mutation/report.json and survivors.json (commit them). CHAPTER=ch03_vjp_rules for one chapter.
+mutation: $(STAMP)
+	$(PY) -m autograde.mutation $(CHAPTER)
 
 # Students work on copies in .work/lab/: release/ stays as generated, and a
 # chapter already copied is never overwritten (your answers are kept).

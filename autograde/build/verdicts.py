@@ -188,6 +188,13 @@ def measure(chapter: str, cases: dict[str, list], parallel: int = 2,
     return out
 
 
+def measure_until(chapter: str, runs: dict[str, tuple[list, tuple[str, ...]]], parallel: int = 2) -> dict[str, Verdict]:
+    """Grade each run (name -> (mutants/alternatives applied together, the test cells to stop after)) in-process,
+    each alone from its first changed cell until every one of those test cells has run; BASE is the unchanged
+    notebook, run to its end (autograde.mutation grades its generated mutants this way)."""
+    return _measure_runs(chapter, graded_notebook(chapter), runs, parallel)
+
+
 def _measure_runs(chapter: str, nb: NotebookNode, runs: dict[str, tuple[list, tuple[str, ...]]],
                   parallel: int) -> dict[str, Verdict]:
     demos = demo_ids(chapter)  # shows, and nothing later reads
@@ -219,7 +226,7 @@ def _verdict(name: str, result: dict, base: dict, owners: dict[int, list[str]]) 
         if gid in missing and result.get("died"):
             lost[gid] = f"not run ({result['died']})"
         elif record.get("raised"):
-            lost[gid] = "raised"
+            lost[gid] = "raised" + (f": {record['error']}" if record.get("error") else "")
         elif record.get("stderr") and not re.search(WARNING_PATTERN, record["stderr"]):
             lost[gid] = "stderr: " + record["stderr"].strip()[:200]
         elif (record.get("before") or {}).get("foreign"):

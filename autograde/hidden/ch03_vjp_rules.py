@@ -66,7 +66,8 @@ def _nbytes(tensors: Sequence[torch.Tensor]) -> int:
 SAVES = {
     "output": "its output (as torch does)",
     "input": "its input (as torch does)",
-    "mask": "a boolean mask of the positive entries (torch saves its float output; the mask is a byte an element)",
+    "mask": "a boolean mask of the entries that pass, ~(a <= 0): positive or NaN (torch saves its float output; the "
+            "mask is a byte an element)",
     "nothing": "nothing (as torch: only shapes, which are plain ctx attributes)",
 }
 
@@ -82,7 +83,7 @@ def check_saves(where: str, node: Any, kind: str, inputs: Sequence[np.ndarray], 
         return
     assert len(saved) == 1, f"{where}: the rule should save one array, {what}; it saved {listing}"
     (got,) = saved
-    expected = {"output": output, "input": inputs[0], "mask": inputs[0] > 0}[kind]
+    expected = {"output": output, "input": inputs[0], "mask": ~(inputs[0] <= 0)}[kind]
     checking.check_equal(f"the dtype of the array {where} saves", got.dtype, expected.dtype)
     checking.check_equal(f"the shape of the array {where} saves", got.shape, expected.shape)
     assert np.array_equal(got, expected, equal_nan=kind != "mask"), (
@@ -146,7 +147,7 @@ def checked_backward(where: str, out: Tensor, gradient: np.ndarray) -> None:
 def compare_op(label: str, engine_fn: Callable[..., Tensor], torch_fn: Callable[..., torch.Tensor],
                arrays: Sequence[Any], dtype: Any, rng: np.random.Generator, grad_of: Sequence[int] | None = None,
                name: str | None = None, single_node: bool = True, tol32: tuple[float, float] = TOL32,
-               saves: str | None = None) -> Tensor:
+               saves: str | None = None, specials_left_out: Sequence[float] = ()) -> Tensor:
     """Run engine_fn and torch_fn on the same inputs and compare everything a rule is responsible for.
 
     single_node: engine_fn records one node, whose rule is also called directly; saves: what that rule
@@ -175,7 +176,7 @@ def compare_op(label: str, engine_fn: Callable[..., Tensor], torch_fn: Callable[
     for i in grad_of:
         checking.check_close(f"the gradient of input {i} of {where}, for a random upstream gradient", xs[i].grad,
                              ts[i].grad, rtol=rtol, atol=atol, against="torch")
-    check_contract(label, engine_fn, torch_fn, data, dtype, grad_of, rtol, atol, Tensor)
+    check_contract(label, engine_fn, torch_fn, data, dtype, grad_of, rtol, atol, Tensor, specials_left_out)
     return out
 
 

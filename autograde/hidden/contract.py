@@ -5,6 +5,10 @@ A chapter's helper that compares one operation with torch on some arrays (ch03's
 chapter's that calls check_contract) also runs the operation on inputs derived from those arrays:
 - non-contiguous: the same values in arrays whose memory is strided (a transposed or sliced view);
 - 0-d: every input a scalar array; size-1: every axis of length 1; empty: the first axis of length 0;
+- special values (an elementwise operation): every other entry NaN, inf, -inf, -0.0, 0.0, a subnormal, a tiny
+  number whose square underflows or a huge one whose square overflows, and the upstream gradient with infinities,
+  NaN and zeros among its entries: value and gradient as torch's, finite where torch's is finite, and non-finite
+  where torch's is not (which of NaN, inf and -inf is not graded), and the gradient of a NaN entry not graded;
 and, for each variant torch accepts (torch raising means the variant is not a valid input of the operation,
 and it is skipped), checks that the engine's value, dtype and gradients match torch's, and that neither the
 forward nor the backward pass changed the caller's arrays. The values are drawn from the original arrays (so
@@ -40,7 +44,54 @@ def _strided(a: np.ndarray) -> np.ndarray:
     return np.repeat(a, 2, axis=-1)[..., ::2]
 
 
-def variants(arrays: Sequence[np.ndarray], dtype: Any, elementwise: bool) -> Iterator[tuple[str, list[np.ndarray]]]:
+SPECIAL_VARIANT = "special values (NaN, inf, -inf, -0.0, 0.0, subnormal, tiny and huge entries)"
+
+
+def specials(dtype: Any, leave_out: Sequence[float] = ()) -> tuple[float, ...]:
+    """The values every elementwise operation must treat as torch does, in this dtype: NaN, both infinities, both
+    zeros, the smallest subnormal, a tiny normal number whose square underflows, and a huge one whose square
+    overflows."""
+    info = np.finfo(dtype)
+    out = (np.nan, np.inf, -np.inf, -0.0, 0.0, float(info.smallest_subnormal), float(info.tiny) ** 0.8,
+           float(info.max) ** 0.75)
+    return tuple(v for v in out if not any(str(v) == str(w) for w in leave_out))  # str: -0.0 is not 0.0 here
+
+
+def _special(a: np.ndarray, which: int, leave_out: Sequence[float] = ()) -> np.ndarray:
+    """a with every other entry replaced by a special value, input `which` shifted so that two inputs meet in many
+    pairs (NaN with inf, 0 with 0, tiny with tiny, ...)."""
+    values = specials(a.dtype, leave_out)
+    out = np.array(a, copy=True)
+    flat = out.reshape(-1)
+    for j in range(0, flat.size, 2):
+        flat[j] = values[(j // 2 + 3 * which) % len(values)]
+    return out
+
+
+def _upstream(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, special: bool) -> np.ndarray:
+    """A random upstream gradient; in the special-values variant, with infinities, NaN and zeros among its
+    entries (a mask that multiplies inf by 0 gives NaN where torch gives 0)."""
+    G = np.asarray(rng.normal(size=shape)).astype(dtype)
+    if special and G.size:
+        flat = G.reshape(-1)
+        for j, v in zip(range(1, flat.size, 3), (np.inf, -np.inf, 0.0, np.nan) * flat.size):
+            flat[j] = v
+    return G
+
+
+def _nonfinite_as(got: Any, expected: np.ndarray, free: Any = False) -> Any:
+    """got, with torch's entry put where torch's is not finite and got's is not finite either, and where `free`:
+    which non-finite value stands there is not graded (torch itself gives gelu(inf) = NaN in float32 and inf in
+    float64; a derivative that underflows to 0 meets an infinite upstream gradient as NaN, one that does not as
+    inf). Where torch's entry is finite, got's must be close to it, as everywhere."""
+    g = np.asarray(got)
+    if g.shape != expected.shape or g.dtype == object:
+        return got  # check_close reports the shape or the type
+    return np.where((~np.isfinite(expected) & ~np.isfinite(g)) | free, expected, g)
+
+
+def variants(arrays: Sequence[np.ndarray], dtype: Any, elementwise: bool,
+             leave_out: Sequence[float] = ()) -> Iterator[tuple[str, list[np.ndarray]]]:
     """(what, arrays) for each input variant derived from the given arrays: non-contiguous for every operation;
     0-d, size-1 and empty for an elementwise one (its result has the inputs' broadcast shape), where any shape
     is valid. (An operation that reduces or indexes takes an axis or an index that a 0-d or empty input may not
@@ -50,6 +101,7 @@ def variants(arrays: Sequence[np.ndarray], dtype: Any, elementwise: bool) -> Ite
         return
     yield "non-contiguous (strided) inputs", [_strided(a.copy()) for a in arrays]
     if elementwise:
+        yield SPECIAL_VARIANT, [_special(a, i, leave_out) for i, a in enumerate(arrays)]
         yield "0-d inputs", [_values(a, (), dtype) for a in arrays]
         yield "inputs with every axis of size 1", [_values(a, (1,) * a.ndim, dtype) for a in arrays]
         yield "an empty first axis", [_values(a, (0, *a.shape[1:]) if a.ndim else (), dtype) for a in arrays]
@@ -57,9 +109,10 @@ def variants(arrays: Sequence[np.ndarray], dtype: Any, elementwise: bool) -> Ite
 
 def check_contract(label: str, engine_fn: Callable[..., Any], torch_fn: Callable[..., torch.Tensor],
                    arrays: Sequence[np.ndarray], dtype: Any, grad_of: Sequence[int], rtol: float, atol: float,
-                   tensor: Callable[..., Any]) -> None:
+                   tensor: Callable[..., Any], specials_left_out: Sequence[float] = ()) -> None:
     """Run engine_fn (on tensor(array, requires_grad=...)) and torch_fn on each variant of arrays that torch
-    accepts; compare value, dtype and .grad, and check that the caller's arrays did not change."""
+    accepts; compare value, dtype and .grad, and check that the caller's arrays did not change. specials_left_out:
+    special values the exercise's rules leave out for this operation (its text says why)."""
     rng = np.random.default_rng(20261125)  # its own stream: the caller's random draws stay as they were
     try:
         shape = tuple(torch_fn(*[torch.tensor(np.asarray(a, dtype=dtype)) for a in arrays]).shape)
@@ -68,7 +121,7 @@ def check_contract(label: str, engine_fn: Callable[..., Any], torch_fn: Callable
         return
     with warnings.catch_warnings(), np.errstate(all="ignore"):  # an empty mean warns in NumPy: not the student's
         warnings.simplefilter("ignore")
-        for what, data in variants(arrays, dtype, elementwise):
+        for what, data in variants(arrays, dtype, elementwise, specials_left_out):
             _check_variant(what, data, label, engine_fn, torch_fn, dtype, grad_of, rtol, atol, rng, tensor)
 
 
@@ -79,7 +132,7 @@ def _check_variant(what: str, data: list[np.ndarray], label: str, engine_fn: Cal
     ts = [torch.tensor(np.array(d), requires_grad=i in grad_of) for i, d in enumerate(data)]
     try:
         t_out = torch_fn(*ts)
-        G = np.asarray(rng.normal(size=tuple(t_out.shape))).astype(dtype)
+        G = _upstream(rng, tuple(t_out.shape), dtype, what == SPECIAL_VARIANT)
         if any(i in grad_of for i in range(len(ts))):
             t_out.backward(torch.from_numpy(G.copy()))
     except (RuntimeError, ValueError, IndexError, TypeError):
@@ -101,12 +154,20 @@ def _check_variant(what: str, data: list[np.ndarray], label: str, engine_fn: Cal
             return  # an axis of a 0-d array, which NumPy refuses and torch accepts (dim=0 or -1): not required
         raise checking.failure(f"{where}: torch computes it (a result of shape {tuple(t_out.shape)}), but the "
                                f"engine's {step} raised {type(error).__name__}: {error}") from None
-    checking.check_close(f"the value of {where}", value, t_out.detach(), rtol=rtol, atol=atol, against="torch")
+    expected = t_out.detach().numpy()
+    if what == SPECIAL_VARIANT:
+        value = _nonfinite_as(value, expected)
+    checking.check_close(f"the value of {where}", value, expected, rtol=rtol, atol=atol, against="torch")
     checking.check_equal(f"the dtype of the value of {where}", out.dtype, np.dtype(dtype))
     for i, (d, k) in enumerate(zip(data, kept)):
         for name, got in (("the caller's array", d), ("the tensor's data", xs[i].data)):
             checking.check_close(f"{name} of input {i} of {where}, after the forward and backward passes", got, k,
                                  rtol=0, atol=0, against="its value before (an operation must not modify its inputs)")
     for i in grad_of:
-        checking.check_close(f"the gradient of input {i} of {where}", xs[i].grad, ts[i].grad, rtol=rtol,
-                             atol=atol, against="torch")
+        got, expected = xs[i].grad, ts[i].grad.numpy()
+        if what == SPECIAL_VARIANT and got is not None:
+            # Not graded either: the gradient of a NaN entry (torch's own choice differs from one operation to the
+            # next)
+            got = _nonfinite_as(getattr(got, "data", got), expected, free=np.isnan(data[i]))
+        checking.check_close(f"the gradient of input {i} of {where}", got, expected, rtol=rtol, atol=atol,
+                             against="torch")

@@ -27,6 +27,11 @@ GETITEM = ("test_reduction_getitem",)
 SOFTMAX = ("test_softmax_softmax",)
 CROSS_ENTROPY = ("test_softmax_cross_entropy",)
 
+RELU_FORWARD = ("        kept = ~(a <= 0)                    # positive or NaN: torch keeps NaN, and its gradient\n"
+                "        ctx.save_for_backward(kept)\n"
+                "        return np.where(a < 0, 0, a)        # -0.0 and NaN stay as they are")
+RELU_BACKWARD = ("        (kept,) = ctx.saved_tensors\n"
+                 "        return np.where(kept, grad, 0)      # not grad * kept: inf * 0 is NaN, torch gives 0")
 BACKWARD = "\n\n    @staticmethod\n    def backward(ctx: Context, grad: np.ndarray) -> np.ndarray:\n"
 """the lines between a rule's forward and backward bodies, in a filled submission (markers removed)"""
 
@@ -95,7 +100,7 @@ MUTANTS = [
            "arithmetic_rules", "return sum_to(grad * b, a.shape), sum_to(grad * a, b.shape)",
            "return grad * b, grad * a", MUL_DIV, visible=True),
     Mutant("div_missing_square", "d(a/b)/db taken as -a/b instead of -a/b**2", "arithmetic_rules",
-           "-grad * a / (b * b)", "-grad * a / b", MUL_DIV, visible=True),
+           "-grad * (a / b / b)", "-grad * (a / b)", MUL_DIV, visible=True),
     Mutant("pow_exponent_not_decremented", "power rule p a**p instead of p a**(p-1)", "arithmetic_rules",
            "a ** (ctx.exponent - 1)", "a ** ctx.exponent", POW, visible=True),
     Mutant("pow_divides_by_base", "p a**p / a: NaN at a = 0 for every p", "arithmetic_rules",
@@ -136,17 +141,15 @@ MUTANTS = [
            "unary_rules", "            s = 1.0 / (1.0 + np.exp(-a))", "            s = np.exp(a) / (1.0 + np.exp(a))",
            TANH_SIGMOID, visible=True),
     Mutant("relu_mask_includes_zero", "mask a >= 0: gradient 1 at exactly 0, where torch gives 0", "unary_rules",
-           "positive = a > 0", "positive = a >= 0", RELU, visible=True),
+           "kept = ~(a <= 0)", "kept = ~(a < 0)", RELU, visible=True),
     Mutant("relu_saves_input", "ReLU saves the float input instead of a boolean mask", "unary_rules",
-           "        positive = a > 0\n        ctx.save_for_backward(positive)\n        return np.where(positive, a, 0)" +
-           BACKWARD + "        (positive,) = ctx.saved_tensors\n        return grad * positive",
+           RELU_FORWARD + BACKWARD + RELU_BACKWARD,
            "        ctx.save_for_backward(a)\n        return np.maximum(a, 0)" + BACKWARD +
            "        (a,) = ctx.saved_tensors\n        return grad * (a > 0)", RELU, visible=True),
-    Mutant("relu_float64_mask", "multiplies by the mask cast to float64: a float32 gradient becomes float64",
-           "unary_rules", "        return grad * positive", "        return grad * positive.astype(np.float64)", RELU,
-           visible=True),
+    Mutant("relu_float64_mask", "selects with a float64 zero: a float32 gradient becomes float64",
+           "unary_rules", "np.where(kept, grad, 0)", "np.where(kept, grad, np.float64(0))", RELU, visible=True),
     Mutant("relu_backward_edits_upstream", "zeroes the upstream gradient in place, which other nodes may share",
-           "unary_rules", "        return grad * positive", "        grad[~positive] = 0\n        return grad", RELU,
+           "unary_rules", "        return np.where(kept, grad, 0)", "        grad[~kept] = 0\n        return grad", RELU,
            visible=True),
     # --- Exercise 5: reductions and indexing --------------------------------------------------
     Mutant("mean_axes_not_restored", "Mean broadcasts g / N without putting the reduced axes back (no expand_reduced): "
@@ -238,7 +241,8 @@ ALTERNATIVES = [
                           "        out = a / b\n        ctx.a_shape = a.shape\n        ctx.save_for_backward(b, out)\n"
                           "        return out"),
                          ("        a, b = ctx.saved_tensors\n"
-                          "        return sum_to(grad / b, a.shape), sum_to(-grad * a / (b * b), b.shape)",
+                          "        return sum_to(grad / b, a.shape), sum_to(-grad * (a / b / b), b.shape)  # as torch: b * b "
+                          "underflows",
                           "        b, out = ctx.saved_tensors\n"
                           "        return sum_to(grad / b, ctx.a_shape), sum_to(-grad * out / b, b.shape)"))),
     Alternative("max_saves_mask_mean_by_reciprocal",
@@ -321,9 +325,9 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
                          ("        with np.errstate(over=\"ignore\"):      # e ** -a overflows to inf for very negative a: "
                           "1 / inf = 0 is right\n            s = 1.0 / (1.0 + np.exp(-a))\n",
                           "        s = 0.5 * (1.0 + np.tanh(0.5 * a))\n"),
-                         ("        return np.where(positive, a, 0)", "        return np.maximum(a, 0)"),
-                         ("        (positive,) = ctx.saved_tensors\n        return grad * positive",
-                          "        (positive,) = ctx.saved_tensors\n        return np.where(positive, grad, 0)"))),
+                         ("        return np.where(a < 0, 0, a) ", "        return np.maximum(a, 0) "),
+                         ("        return np.where(kept, grad, 0) ",
+                          "        out = np.zeros_like(grad)\n        out[kept] = grad[kept]\n        return out "))),
     Alternative("sigmoid_logaddexp", "Sigmoid as exp(-log(1 + e^-a)) with np.logaddexp: no overflow, no warning",
                 "unary_rules",
                 _variant("unary_rules",
@@ -341,7 +345,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
                           "where a == 0\n"
                           "        return grad * ctx.exponent * a ** (ctx.exponent - 1)",
                           "        p = ctx.exponent\n"
-                          "        return grad * (p * a ** (p - 1) if p != 0 else 0 * a)"))),
+                          "        return grad * p * a ** (p - 1) if p != 0 else np.zeros_like(grad)"))),
     Alternative("shape_ops_by_permutations",
                 "Mean's backward multiplies by ones; Transpose and Permute build their inverse permutations by hand",
                 "reduction_rules",
