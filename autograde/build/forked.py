@@ -157,6 +157,11 @@ def worker(plan_path: Path) -> None:
     cells, jobs = data["cells"], data["jobs"]
     from autograde.grader.records.limits import LIMITS
 
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)  # a kernel's memory limit, as the grader's sandbox sets it:
+    memory = LIMITS.memory_bytes if hard == resource.RLIM_INFINITY else min(hard, LIMITS.memory_bytes)
+    resource.setrlimit(resource.RLIMIT_DATA, (memory, hard))  # an answer that eats memory fails as it would there
     cell_timeout = int(data.get("cell_timeout", LIMITS.cell_seconds))
     child_timeout = int(data.get("child_timeout", LIMITS.notebook_seconds))
     parallel, harness = max(1, int(data.get("parallel", 1))), bool(data.get("harness"))

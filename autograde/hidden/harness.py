@@ -19,7 +19,8 @@ IPython evaluates without its input transformers, so a student's hook cannot bla
     may not), unless the exercise is about torch;
   * keeps the test cell's own source out of IPython's history and linecache, so student code it calls
     cannot read the hidden tests back;
-- after_test() after it: undoes the swap and the wrappers and reports the torch calls the guard stopped;
+- after_test() after it: undoes the swap and the wrappers, frees what a failed cell's traceback kept alive
+  (release_failure) and reports the torch calls the guard stopped;
 - file_writes() at the end: where the notebook wrote files (an audit hook, installed by start, sees every open
   for writing), so that a small notes file in the kernel's own folder stays out of the report.
 Each call returns a JSON string the grader turns into incidents.
@@ -664,13 +665,41 @@ def before_test(plan: dict | None = None) -> str:
     return json.dumps(report)
 
 
+def release_failure() -> bool:
+    """Drop every reference the interpreter and IPython keep to the last exception (sys.last_*, the shell's last
+    execution result, the traceback formatter's copy), and collect, so that what a failed cell allocated in its
+    frames (a cell stopped at its time limit inside an answer that built a huge structure) is freed before the next
+    cell runs: one bug costs one exercise, not every later cell a MemoryError. True if something was held."""
+    held = False
+    for name in ("last_exc", "last_type", "last_value", "last_traceback"):
+        if getattr(sys, name, None) is not None:
+            setattr(sys, name, None)
+            held = True
+    shell = _shell()
+    result = getattr(shell, "last_execution_result", None)
+    if result is not None and (result.error_in_exec is not None or result.error_before_exec is not None):
+        result.error_in_exec = result.error_before_exec = None  # read (success) before the harness runs
+        held = True
+    for formatter in (getattr(shell, "InteractiveTB", None), getattr(shell, "SyntaxTB", None)):
+        for attr in ("tb", "last_syntax_error"):
+            if getattr(formatter, attr, None) is not None:
+                setattr(formatter, attr, None)
+                held = True
+    if held:
+        import gc
+
+        gc.collect()
+    return held
+
+
 def after_test() -> str:
-    """Undo what before_test did; report the torch calls the guard stopped."""
+    """Undo what before_test did; free what a failed cell left alive; report the torch calls the guard stopped."""
     while _PENDING:
         try:
             _PENDING.pop()()
         except Exception:  # noqa: BLE001 - undo as much as possible
             pass
+    release_failure()
     trips = sorted(set(_TRIPS))
     _TRIPS.clear()
     return json.dumps({"torch": trips})

@@ -171,6 +171,21 @@ MUTANTS = [
     Mutant("max_isclose_ties", "ties found with np.isclose: an element close to the maximum takes a share",
            "reduction_rules", "winners = (a == top).astype(grad.dtype)",
            "winners = np.isclose(a, top).astype(grad.dtype)", MAX, visible=True),
+    Mutant("getitem_array_per_element", "backward builds a full-size array for each picked element and sums them: "
+           "memory grows as input size times output size, and on a large input the cell runs out of memory with the "
+           "arrays still held by its traceback (the harness frees them, so only this exercise loses)",
+           "reduction_rules",
+           "        grad_in = np.zeros(ctx.shape, dtype=grad.dtype)\n        np.add.at(grad_in, ctx.index, grad)\n"
+           "        return grad_in",
+           "        grad_in = np.zeros(ctx.shape, dtype=grad.dtype)\n"
+           "        source = np.arange(grad_in.size).reshape(ctx.shape)[ctx.index].ravel()  # where each came from\n"
+           "        parts = []\n"
+           "        for g, k in zip(np.asarray(grad).ravel(), source):\n"
+           "            one = np.zeros(ctx.shape, dtype=grad.dtype)\n"
+           "            one.flat[k] = g\n"
+           "            parts.append(one)\n"
+           "        return sum(parts, grad_in)", GETITEM, visible=False,
+           hidden_because="its values are right; only an input large enough to exhaust memory shows it"),
     Mutant("getitem_assigns", "g[index] += grad: repeated indices keep only one contribution", "reduction_rules",
            "np.add.at(grad_in, ctx.index, grad)", "grad_in[ctx.index] += grad", GETITEM, visible=True),
     Mutant("getitem_keeps_callers_index", "keeps the caller's index object: a list changed between forward and "

@@ -725,3 +725,32 @@ def test_notebook_time_limit_stops_the_rest(tmp_path):
     assert "time-limit" in {i.kind for i in incidents}, [i.words() for i in incidents]
     assert lines and all(ln.score == 0 for ln in lines), [(ln.test, ln.score) for ln in lines]
     assert "NotebookTimeLimit" in lines[-1].message, lines[-1]
+
+
+def test_what_a_failed_cell_allocated_is_freed_before_the_next_cell():
+    """A cell that fails deep inside an answer (at its time limit, or out of memory) leaves its frames alive through
+    sys.last_* and IPython's last execution result; the harness's after_test (which runs after every test cell, and
+    first thing in before_test) drops those references, so the memory is free for the cells after it (the catalogue's
+    getitem_array_per_element shows the effect on a whole notebook)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    program = textwrap.dedent('''
+        import gc
+        from IPython.core.interactiveshell import InteractiveShell
+        from autograde.hidden import harness
+        shell = InteractiveShell.instance()
+        shell.run_cell("import weakref\\nclass Big: pass\\nREFS = []\\n"
+                       "def build():\\n    huge = Big()\\n    huge.payload = bytearray(50 * 2**20)\\n"
+                       "    REFS.append(weakref.ref(huge))\\n    raise MemoryError('out of memory, mid-answer')\\n")
+        assert not shell.run_cell("build()").success
+        gc.collect()
+        ref = shell.user_ns["REFS"][0]
+        print("held", ref() is not None)
+        harness.after_test()
+        print("freed", ref() is None)
+    ''')
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "held True" in run.stdout and "freed True" in run.stdout, run.stdout + run.stderr[-2000:]
