@@ -605,6 +605,53 @@ def check_scaler_step(ns: dict) -> None:
             "scale() of a float16 loss 3.0 with the default scale 65536 overflowed to inf: multiply by a float32 scale")
 
 
+SCALE_DTYPES = (np.float16, np.float32, np.float64)
+SCALE_SHAPES = ((), (1,), (3,), (2, 3), (0,), (2, 1, 4))
+SCALE_FACTORS = (2.0 ** 16, 2.0 ** 15, 1024.0, 3.0, 1234.5, 2.0 ** -3, 2.0 ** 40)
+
+
+def check_scale_dtypes(ns: dict) -> None:
+    """scale(loss) against torch.amp.GradScaler('cpu').scale for float16, float32 and float64 losses of 0-d and
+    n-d shapes, odd scales and values up to float16's range: the dtype (a 0-d loss is promoted, one with dimensions
+    keeps its dtype), the shape, the values bit for bit (float32 arithmetic, rounded once), and the gradient."""
+    __tracebackhide__ = True
+    Tensor, GradScaler = ns["Tensor"], ns["GradScaler"]
+    rng = np.random.default_rng(83)
+    with quiet():
+        for dtype in SCALE_DTYPES:
+            for shape in SCALE_SHAPES:
+                for factor in rng.choice(SCALE_FACTORS, size=3, replace=False):
+                    factor = float(factor)
+                    values = np.asarray(rng.normal(size=shape) * 10.0 ** rng.uniform(-5, 4, size=shape))
+                    if values.size > 1:
+                        values.flat[0] = 0.0                  # 0 * a scale that float16 cannot hold is still 0
+                    values = values.astype(dtype)
+                    label = (f"GradScaler(init_scale={factor!r}).scale(loss) for a {np.dtype(dtype).name} loss of "
+                             f"shape {shape}")
+                    w = Tensor(values.copy(), requires_grad=True)
+                    got = GradScaler(init_scale=factor).scale(w * 1.0)
+                    tw = torch.from_numpy(values.copy()).requires_grad_()
+                    want = torch.amp.GradScaler("cpu", init_scale=factor).scale(tw * 1.0)
+                    assert isinstance(got, Tensor), f"{label} returned {type(got).__name__}, expected a Tensor"
+                    assert got.dtype == _torch_dtype(want), (
+                        f"{label} has dtype {got.dtype}; torch's is {_torch_dtype(want)} (torch's scale is a 0-d float32 "
+                        f"tensor: a 0-d loss is promoted with it, a loss with dimensions keeps its own dtype)")
+                    assert got.shape == tuple(want.shape), f"{label} has shape {got.shape}, torch's {tuple(want.shape)}"
+                    expected = want.detach().numpy()
+                    if not np.array_equal(got.data, expected, equal_nan=True):
+                        bad = np.argwhere(np.asarray(got.data != expected) & ~np.isnan(expected))
+                        where = tuple(bad[0]) if len(bad) else ()
+                        differs = (f"{label}: got {np.asarray(got.data)[where]!r} for the loss value "
+                                   f"{values[where]!r}, torch gives {expected[where]!r} (multiply in float32, then "
+                                   f"round once to the loss's dtype)")
+                        raise AssertionError(differs)
+                    if factor <= 2.0 ** 10 and w.data.size:
+                        got.backward(np.ones(got.shape, got.dtype))
+                        want.backward(torch.ones_like(want))
+                        _checking().check_close(f"the loss's gradient after {label}, backward from ones",
+                                                np.asarray(w.grad.data, np.float64), tw.grad.double().numpy(), rtol=1e-3)
+
+
 # -- Exercise 7: float16 training with float32 master weights --------------------------------------------------
 def _mlp(params: list, X: Any) -> Any:
     h = X
@@ -853,3 +900,67 @@ def check_autocast_graph(ns: dict) -> None:
             loss64 = ns["cross_entropy"](Z, np.array([1, 0, 1, 1]))
         assert loss64.dtype == np.float64 and loss64.grad_fn.next_functions[0][0].name() == "AccumulateGrad", (
             "cross_entropy of float64 logits inside autocast must stay float64, without a cast")
+
+
+MIXED_SHAPES = (((2, 3), (3, 4)), ((3,), (3, 2)), ((2, 3), (3,)), ((4,), (4,)), ((2, 2, 3), (3, 2)), ((1, 5), (5, 1)))
+MIXED_DTYPES = (np.float16, np.float32, np.float64)
+
+
+def check_autocast_mixed(ns: dict) -> None:
+    """a @ b inside autocast() for every pair of float16, float32 and float64 operands, several shapes, against
+    torch.autocast('cpu', dtype=torch.float16): where torch raises (float64 beside a tensor that is cast), the engine
+    raises RuntimeError too, changes nothing and leaves autocast as it found it; elsewhere the dtypes agree."""
+    __tracebackhide__ = True
+    Tensor, autocast, autocast_inputs = ns["Tensor"], ns["autocast"], ns["autocast_inputs"]
+    rng = np.random.default_rng(71)
+    with quiet():
+        for da in MIXED_DTYPES:
+            for db in MIXED_DTYPES:
+                for sa, sb in MIXED_SHAPES:
+                    a, b = rng.normal(size=sa).astype(da), rng.normal(size=sb).astype(db)
+                    label = f"a @ b inside autocast() with a {np.dtype(da).name} {sa}, b {np.dtype(db).name} {sb}"
+                    try:
+                        with torch.autocast("cpu", dtype=torch.float16):
+                            want = (torch.from_numpy(a).requires_grad_() @ torch.from_numpy(b)).dtype
+                    except RuntimeError as error:
+                        want = error
+                    A, B = Tensor(a.copy(), requires_grad=True), Tensor(b.copy())
+                    state = (ns["AUTOCAST"].enabled, ns["AUTOCAST"].dtype)
+                    try:
+                        with autocast():
+                            got = A @ B
+                    except RuntimeError as error:
+                        got = error
+                    except Exception as error:  # noqa: BLE001 - report the wrong kind of error
+                        torch_says = (f"raises RuntimeError ({want})" if isinstance(want, RuntimeError) else
+                                      f"gives a {_torch_dtype_name(want)} result")
+                        raise AssertionError(f"{label} raised {type(error).__name__}: {error}; torch {torch_says}") from None
+                    assert (ns["AUTOCAST"].enabled, ns["AUTOCAST"].dtype) == state, (
+                        f"{label}: autocast's state was not restored when the product raised")
+                    assert A.data.tobytes() == a.tobytes() and B.data.tobytes() == b.tobytes(), (
+                        f"{label} changed its inputs")
+                    if isinstance(want, RuntimeError):
+                        assert isinstance(got, RuntimeError), (
+                            f"{label} gave a {got.dtype} result; torch raises RuntimeError ({want}): float64 is never "
+                            f"cast and the other operand is, so the product would mix two dtypes")
+                        assert str(got), f"{label} raised RuntimeError without a message: name the dtypes"
+                        with autocast():
+                            try:
+                                autocast_inputs(ns["OPS"]["matmul"], (A, B))
+                            except RuntimeError:
+                                pass
+                            else:
+                                raise AssertionError(f"autocast_inputs(MatMul, (a, b)) for {label[6:]} returned inputs; "
+                                                     f"torch raises RuntimeError ({want})")
+                    else:
+                        assert not isinstance(got, BaseException), (
+                            f"{label} raised {type(got).__name__}: {got}; torch gives a {_torch_dtype_name(want)} result")
+                        assert got.dtype == np.dtype(_torch_dtype_name(want)), (
+                            f"{label} gives {got.dtype}; torch's autocast gives {_torch_dtype_name(want)}")
+        A, B = Tensor(np.ones((2, 3))), Tensor(np.ones((3, 2), np.float32))
+        assert (A @ B).dtype == np.float64, "outside autocast a float64 @ float32 product is the engine's (float64): " \
+                                            "only autocast raises"
+
+
+def _torch_dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")

@@ -264,6 +264,112 @@ def check_checkpoint_gradients(ns: dict) -> None:
         _check_more_programs(ns)
 
 
+AUTOCAST_DTYPES = ((np.float32, np.float32), (np.float16, np.float32), (np.float32, np.float16), (np.float16, np.float16),
+                   (np.float64, np.float64))
+
+
+def _autocast_segment(record: list, mod: Any) -> Callable:
+    """h -> tanh(h @ A) @ B + h, noting the dtype of each product as it runs (forward and rerun alike)."""
+    def segment(h, A, B):
+        z = h @ A
+        record.append(str(z.dtype).replace("torch.", ""))
+        z = (z.tanh() if mod is None else mod.tanh(z)) @ B
+        record.append(str(z.dtype).replace("torch.", ""))
+        return z + h
+    return segment
+
+
+def _autocast_modes(dx: Any, dw: Any) -> tuple[tuple[bool, bool], ...]:
+    """(autocast in forward, autocast in backward): mixed dtypes only with autocast in forward (torch's product
+    outside autocast takes one dtype only)."""
+    both = ((True, False), (True, True))
+    return both if dx != dw else both + ((False, True),)
+
+
+def check_checkpoint_autocast(ns: dict) -> None:
+    """checkpoint inside and outside Chapter 6's autocast, backward inside or outside it, float16, float32 and float64
+    inputs: the rerun computes in forward's dtypes, as torch.utils.checkpoint (use_reentrant=True: it reruns the whole
+    segment) under torch.autocast('cpu') does, and
+    the gradients equal those of the same program without checkpoint."""
+    __tracebackhide__ = True
+    Tensor, checkpoint, autocast = ns["Tensor"], ns["checkpoint"], ns["autocast"]
+    rng = np.random.default_rng(79)
+    with checked():
+        for k, (dx, dw) in enumerate(AUTOCAST_DTYPES * 2):
+            n, d = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+            arrays = [rng.normal(size=(n, d)).astype(dx), rng.normal(size=(d, d)).astype(dw),
+                      rng.normal(size=(d, d)).astype(dw)]
+            for forward_on, backward_on in _autocast_modes(dx, dw):
+                label = (f"checkpoint(segment, h, A, B) with h {np.dtype(dx).name} {arrays[0].shape}, A and B "
+                         f"{np.dtype(dw).name}, forward {'inside' if forward_on else 'outside'} autocast(), backward "
+                         f"{'inside' if backward_on else 'outside'} it")
+                results = {}
+                for use_ckpt in (False, True):
+                    record: list = []
+                    segment = _autocast_segment(record, None)
+                    h, A, B = [Tensor(a.copy(), requires_grad=True) for a in arrays]
+                    with autocast(enabled=forward_on):
+                        out = checkpoint(segment, h * 1.0, A, B) if use_ckpt else segment(h * 1.0, A, B)
+                    forward_dtypes = list(record)
+                    with autocast(enabled=backward_on):
+                        out.sum().backward()
+                    results[use_ckpt] = (out, forward_dtypes, record[len(forward_dtypes):], _grads([h, A, B]))
+                trecord: list = []
+                th, tA, tB = [torch.tensor(a.copy(), requires_grad=True) for a in arrays]
+                with torch.autocast("cpu", dtype=torch.float16, enabled=forward_on):
+                    tout = torch_ckpt.checkpoint(_autocast_segment(trecord, torch), th * 1, tA, tB, use_reentrant=True)
+                with torch.autocast("cpu", dtype=torch.float16, enabled=backward_on):
+                    tout.double().sum().backward()
+                out, forward_dtypes, rerun_dtypes, grads = results[True]
+                half = len(trecord) // 2
+                check_equal(f"{label}: the dtypes of the segment's two products in its rerun (forward's: "
+                            f"{forward_dtypes})", rerun_dtypes, trecord[half:])
+                check_equal(f"{label}: the dtypes of the segment's two products in forward", forward_dtypes,
+                            trecord[:half])
+                check_equal(f"{label}: the output's dtype", str(out.dtype), str(tout.dtype).replace("torch.", ""))
+                _compare_grads(label, ["h", "A", "B"], grads, results[False][3], "the same program without checkpoint",
+                               rtol=1e-6, atol=1e-6)
+                for name, g, tg in zip("hAB", grads, (th.grad, tA.grad, tB.grad)):
+                    check_equal(f"{label}: the dtype of {name}.grad", str(g.dtype), str(tg.dtype).replace("torch.", ""))
+
+
+def check_torch_checkpoint_autocast(ns: dict) -> None:
+    """torch_checkpoint inside and outside torch.autocast('cpu') (float16 and bfloat16), backward inside or outside
+    it: the rerun computes in forward's dtypes, and outputs and gradients equal torch.utils.checkpoint's
+    (use_reentrant=True, which reruns the whole segment: the default stops the rerun early)."""
+    __tracebackhide__ = True
+    mine = ns["torch_checkpoint"]
+    reference = lambda fn, *args: torch_ckpt.checkpoint(fn, *args, use_reentrant=True)   # reruns the whole segment
+    rng = np.random.default_rng(97)
+    dtypes = {np.float16: torch.float16, np.float32: torch.float32, np.float64: torch.float64}
+    with checked():
+        for k, (dx, dw) in enumerate(AUTOCAST_DTYPES * 2):
+            low = (torch.float16, torch.bfloat16)[k % 2]
+            n, d = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+            arrays = [rng.normal(size=(n, d)), rng.normal(size=(d, d)), rng.normal(size=(d, d))]
+            kinds = (dtypes[dx], dtypes[dw], dtypes[dw])
+            for forward_on, backward_on in _autocast_modes(dx, dw):
+                label = (f"torch_checkpoint(segment, h, A, B) with h {kinds[0]}, A and B {kinds[1]}, forward "
+                         f"{'inside' if forward_on else 'outside'} torch.autocast('cpu', dtype={low}), backward "
+                         f"{'inside' if backward_on else 'outside'} it")
+                runs = {}
+                for name, ckpt in (("mine", mine), ("torch", reference)):
+                    record: list = []
+                    h, A, B = [torch.tensor(a, dtype=t, requires_grad=True) for a, t in zip(arrays, kinds)]
+                    with torch.autocast("cpu", dtype=low, enabled=forward_on):
+                        out = ckpt(_autocast_segment(record, torch), h * 1, A, B)
+                    with torch.autocast("cpu", dtype=low, enabled=backward_on):
+                        out.double().sum().backward()
+                    runs[name] = (out, record, _grads([h, A, B]))
+                (out, record, grads), (tout, trecord, tgrads) = runs["mine"], runs["torch"]
+                check_equal(f"{label}: the dtypes of the segment's products in forward, then in the rerun", record,
+                            trecord)
+                check_equal(f"{label}: the output's dtype", out.dtype, tout.dtype)
+                check_close(f"{label}: the output", out.detach().double(), tout.detach().double(), rtol=1e-6,
+                            atol=1e-6, against="torch.utils.checkpoint")
+                _compare_grads(label, ["h", "A", "B"], grads, tgrads, "torch.utils.checkpoint", rtol=1e-6, atol=1e-6)
+
+
 def _check_more_programs(ns: dict) -> None:
     __tracebackhide__ = True
     Tensor, checkpoint = ns["Tensor"], ns["checkpoint"]
@@ -732,6 +838,33 @@ def check_plan_peak(ns: dict) -> None:
             except ValueError:
                 continue
             raise fail(f"plan_peak on 3 layers with plan {bad} should raise ValueError (check_plan)")
+
+
+WIDE_DTYPES = (np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)
+
+
+def check_plan_peak_wide(ns: dict) -> None:
+    """plan_peak with NumPy integer costs of every width whose sums pass the dtype's range (2**15, 2**31, 2**63,
+    2**64...): exact, as Python ints add them, for random chains and plans."""
+    __tracebackhide__ = True
+    ChainCosts, plan_peak = ns["ChainCosts"], ns["plan_peak"]
+    rng = np.random.default_rng(88)
+    with checked():
+        for dtype in WIDE_DTYPES:
+            top = int(np.iinfo(dtype).max)
+            for trial in range(6):
+                n = int(rng.integers(2, 9))
+                act = [int(v) for v in rng.integers(top // 4, top // 2 + 1, size=n, dtype=np.uint64)]
+                inp = [int(v) for v in rng.integers(0, top // 2 + 1, size=n, dtype=np.uint64)]
+                tail = int(rng.integers(0, top // 2 + 1, dtype=np.uint64))
+                costs = ChainCosts(np.array(act, dtype=dtype), np.array(inp, dtype=dtype), dtype(tail))
+                for plan in [[]] + [_random_plan(rng, n) for _ in range(4)]:
+                    got = plan_peak(costs, plan)
+                    if not (isinstance(got, tuple) and len(got) == 2 and all(type(v) is int for v in got)):
+                        raise fail(f"plan_peak should return a tuple of two Python ints, got {got!r:.100}")
+                    check_equal(f"plan_peak of {np.dtype(dtype).name} costs act={act}, inp={inp}, tail={tail}, plan "
+                                f"{plan} (the sums pass {np.dtype(dtype).name}'s largest value, {top}: add Python ints)",
+                                got, _plan_model(act, inp, tail, plan))
 
 
 # -- Exercise 5 ----------------------------------------------------------------------------------------

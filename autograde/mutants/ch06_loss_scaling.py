@@ -166,8 +166,11 @@ MUTANTS = [
            """        if any(g.dtype == np.float16 for g in grads):
             raise ValueError("Attempting to unscale FP16 gradients.")""", "", (UNS,), visible=True),
     Mutant("scaler_scale_in_loss_dtype", "scale() multiplies by a Python float: a float16 loss overflows",
-           "grad_scaler", "        return loss * Tensor(np.asarray(self._scale, dtype=np.float32))",
-           "        return loss * float(self._scale)", (STP,), visible=True),
+           "grad_scaler", "loss * Tensor(np.asarray(self._scale, dtype=np.float32))",
+           "loss * float(self._scale)", (STP,), visible=True),
+    Mutant("scaler_scale_promotes_with_dimensions", "scale() returns float32 for a float16 loss with dimensions too "
+           "(torch keeps its dtype: a 0-d scale does not decide a dimensioned tensor's dtype)", "grad_scaler",
+           "        if loss.ndim and scaled.dtype != loss.dtype:", "        if False:", (STP,), visible=True),
     Mutant("scaler_state_kept_after_update", "update() does not forget the optimizers' stages: the next step() raises",
            "grad_scaler", "        self._per_optimizer = {}", "        pass", (UPD, UNS, STP), visible=True),
     # -- Exercise 7: fp16_train_step --------------------------------------------------------------------------------
@@ -197,6 +200,9 @@ MUTANTS = [
            visible=True),
     Mutant("ac_cast_not_recorded", "the cast done on the array, not recorded: no gradient reaches the original tensor",
            "autocast_inputs", "cast(t, target) if", "Tensor(t.data.astype(target)) if", (ACD, ACG), visible=True),
+    Mutant("ac_mixed_float64_promoted", "float64 beside a float32 or float16 operand of the product is let through: "
+           "NumPy promotes to float64, where torch raises", "autocast_inputs",
+           '    if policy == "lower" and len(set(after)) > 1:', "    if False:", (ACD,), visible=True),
     Mutant("ac_casts_same_dtype", "an input already of the target dtype is cast too (an extra node, a copy)",
            "autocast_inputs", "if t.dtype in eligible and t.dtype != target else t",
            "if t.dtype in eligible else t", (ACG,), visible=True),
@@ -322,7 +328,8 @@ class GradScaler:
         return self._scale.item()
 
     def scale(self, loss):
-        return loss * Tensor(np.array(self._scale, dtype=np.float32))
+        product = loss * Tensor(np.array(self._scale, dtype=np.float32))
+        return product if loss.ndim == 0 or product.dtype == loss.dtype else cast(product, loss.dtype)
 
     def _state(self, optimizer):
         return self._per_optimizer.setdefault(id(optimizer), OptimizerState())
@@ -400,6 +407,10 @@ class GradScaler:
     policy = policy_of(function)
     if policy not in targets:
         return inputs
+    kinds = {targets[policy] if t.dtype.kind == "f" and t.dtype.itemsize <= 4 else t.dtype for t in inputs}
+    if policy == "lower" and len(kinds) != 1:
+        raise RuntimeError("expected the operands of " + function.__name__ + " to have one dtype, got "
+                           + " and ".join(str(t.dtype) for t in inputs))
     out = []
     for t in inputs:
         if t.dtype.kind == "f" and t.dtype.itemsize <= 4 and t.dtype != targets[policy]:

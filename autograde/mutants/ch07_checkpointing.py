@@ -23,7 +23,7 @@ CKPT_SAVE_TO_LEAVES = '''        ctx.save_for_backward(*arrays)                 
         """Rerun fn with recording on fresh leaves, from forward's random state; backpropagate grad through it."""
         leaves = [Tensor(a, requires_grad=need) for a, need in zip(ctx.saved_tensors, ctx.needs_input_grad)]'''
 CKPT_RERUN = '''        try:
-            with enable_grad():
+            with enable_grad(), autocast(*ctx.autocast):   # in forward's autocast state, wherever backward runs
                 out = ctx.fn(*fill_args(ctx.args, leaves))
         finally:
             if ctx.rng_state is not None:
@@ -71,8 +71,12 @@ MUTANTS = [
         leaves = [Tensor(a, requires_grad=need) for a, need in zip(ctx.saved_tensors, ctx.needs_input_grad)]''',
            (CG, CM, CR), visible=True),
     Mutant("ckpt_rerun_under_no_grad", "the rerun in backward runs under no_grad: nothing is recorded, no gradient",
-           "checkpoint", "            with enable_grad():\n                out = ctx.fn(",
-           "            with no_grad():\n                out = ctx.fn(", (CG, CM, CR), visible=True),
+           "checkpoint", "            with enable_grad(), autocast(*ctx.autocast):",
+           "            with no_grad(), autocast(*ctx.autocast):", (CG, CM, CR), visible=True),
+    Mutant("ckpt_rerun_without_autocast", "the rerun runs in backward's autocast state: after an autocast block "
+           "closed, its products run in float32 where forward's ran in float16", "checkpoint",
+           "            with enable_grad(), autocast(*ctx.autocast):", "            with enable_grad():", (CG,),
+           visible=True),
     Mutant("ckpt_leaves_without_grad", "the rerun's inputs are leaves that do not require grad (detached): no "
            "gradient reaches the inputs", "checkpoint", "leaves = [Tensor(a, requires_grad=need) for a, need",
            "leaves = [Tensor(a) for a, need", (CG, CM, CR), visible=True),
@@ -95,7 +99,7 @@ MUTANTS = [
            "        out.grad_fn.ctx.rng_state = get_rng_state()\n"
            "    return out", (CR,), visible=True),
     Mutant("ckpt_rng_put_back_unguarded", "the state is put back only when the rerun succeeds (no finally)",
-           "checkpoint", CKPT_RERUN, '''        with enable_grad():
+           "checkpoint", CKPT_RERUN, '''        with enable_grad(), autocast(*ctx.autocast):
             out = ctx.fn(*fill_args(ctx.args, leaves))
         if ctx.rng_state is not None:
             set_rng_state(outside)''', (CR,), visible=True),
@@ -161,18 +165,26 @@ MUTANTS = [
     Mutant("peak_tail_forgotten", "the loss's saved bytes are left out of the forward end", "plan_peak",
            "max(peak, held + int(tail))", "max(peak, held)", (PP,), visible=True),
     Mutant("peak_rerun_without_prefix", "a segment's rerun peak without what the layers before it hold", "plan_peak",
-           "peak = max(peak, held + int(inp[start]) + int(sum(act[start:stop])))",
-           "peak = max(peak, int(inp[start]) + int(sum(act[start:stop])))", (PP,), visible=True),
+           "peak = max(peak, held + int(inp[start]) + sum(int(a) for a in act[start:stop]))",
+           "peak = max(peak, int(inp[start]) + sum(int(a) for a in act[start:stop]))", (PP,), visible=True),
     Mutant("peak_rerun_without_own_input", "a segment's rerun peak without its own kept input", "plan_peak",
-           "peak = max(peak, held + int(inp[start]) + int(sum(act[start:stop])))",
-           "peak = max(peak, held + int(sum(act[start:stop])))", (PP,), visible=True),
+           "peak = max(peak, held + int(inp[start]) + sum(int(a) for a in act[start:stop]))",
+           "peak = max(peak, held + sum(int(a) for a in act[start:stop]))", (PP,), visible=True),
     Mutant("peak_forward_end_only", "only the end of forward is considered: reruns never raise the peak", "plan_peak",
-           "            peak = max(peak, held + int(inp[start]) + int(sum(act[start:stop])))   # this segment's rerun",
+           "            peak = max(peak, held + int(inp[start]) + sum(int(a) for a in act[start:stop]))   # this segment's rerun",
            "            pass", (PP,), visible=True),
     Mutant("peak_rerun_off_by_one", "a segment (start, stop) counted as stop - start - 1 layers", "plan_peak",
            "rerun += stop - start", "rerun += stop - start - 1", (PP,), visible=True),
     Mutant("peak_last_layers_forgotten", "the unplanned layers after the last segment are never added", "plan_peak",
            "check_plan(plan, n) + [(n, n)]", "check_plan(plan, n)", (PP,), visible=True),
+    Mutant("peak_sums_in_numpy", "the costs summed in their own NumPy dtype, then converted: int32 sums wrap around "
+           "past 2**31", "plan_peak",
+           "        held += sum(int(a) for a in act[i:start])          # Python ints: exact for any integer dtype\n"
+           "        if start < stop:\n"
+           "            peak = max(peak, held + int(inp[start]) + sum(int(a) for a in act[start:stop]))",
+           "        held += int(sum(act[i:start]))\n"
+           "        if start < stop:\n"
+           "            peak = max(peak, held + int(inp[start]) + int(sum(act[start:stop])))", (PP,), visible=True),
     Mutant("peak_numpy_int", "a NumPy integer comes back when the costs are NumPy arrays", "plan_peak",
            "max(peak, held + int(tail)), rerun", "max(peak, held + tail), rerun", (PP,), visible=True),
     # -- Exercise 5: optimal_plan ------------------------------------------------------------------------
@@ -210,8 +222,12 @@ MUTANTS = [
            "them", "torch_checkpoint", "t.detach().requires_grad_(t.requires_grad)", "t.detach()", (TG,),
            visible=True),
     Mutant("torch_no_enable_grad", "the rerun runs in backward's grad mode (off): nothing is recorded",
-           "torch_checkpoint", "            with torch.enable_grad():\n                out = ctx.fn(*args)",
-           "            out = ctx.fn(*args)", (TG,), visible=True),
+           "torch_checkpoint", "            with torch.enable_grad(), torch.autocast(\"cpu\", **ctx.autocast):",
+           "            with torch.autocast(\"cpu\", **ctx.autocast):", (TG,), visible=True),
+    Mutant("torch_rerun_without_autocast", "the rerun runs in backward's autocast state: after a torch.autocast block "
+           "closed, its products run in float32 where forward's ran in float16", "torch_checkpoint",
+           "            with torch.enable_grad(), torch.autocast(\"cpu\", **ctx.autocast):",
+           "            with torch.enable_grad():", (TG,), visible=True),
     Mutant("torch_gradients_for_tensors_only", "backward returns gradients for the tensor arguments only: torch wants "
            "one per argument of forward", "torch_checkpoint", "        return (None, None, *grads)",
            "        return (None, None, *[g for g, t in zip(grads, ctx.is_tensor) if t])", (TG,), visible=True),
@@ -256,13 +272,14 @@ ALTERNATIVES = [
     def forward(ctx, *arrays, fn, args, rng_state):
         ctx.save_for_backward(*arrays)
         ctx.fn, ctx.positions, ctx.constants, ctx.rng_state = fn, args[0], args[1], rng_state
+        ctx.cast_state = {"dtype": AUTOCAST.dtype, "enabled": AUTOCAST.enabled}
         with no_grad():
             return fn(*rebuild(ctx.positions, ctx.constants, [Tensor(a) for a in arrays])).data
 
     @staticmethod
     def backward(ctx, grad):
         leaves = [Tensor(a, requires_grad=bool(need)) for a, need in zip(ctx.saved_tensors, ctx.needs_input_grad)]
-        with same_random_numbers(ctx.rng_state), enable_grad():
+        with same_random_numbers(ctx.rng_state), enable_grad(), autocast(**ctx.cast_state):
             out = ctx.fn(*rebuild(ctx.positions, ctx.constants, leaves))
         if out.requires_grad:
             out.backward(grad)
@@ -394,6 +411,7 @@ def run_chain(layers, x, plan=()):
         ctx.fn, ctx.args = fn, [None if isinstance(a, torch.Tensor) else a for a in args]
         ctx.positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
         ctx.state = torch.get_rng_state() if preserve_rng_state else None
+        ctx.cast = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
         ctx.save_for_backward(*[args[i] for i in ctx.positions])
         return fn(*args)
 
@@ -406,7 +424,7 @@ def run_chain(layers, x, plan=()):
             outside = torch.get_rng_state()
             torch.set_rng_state(ctx.state)
         try:
-            with torch.enable_grad():
+            with torch.enable_grad(), torch.autocast("cpu", enabled=ctx.cast[0], dtype=ctx.cast[1]):
                 out = ctx.fn(*args)
         finally:
             if ctx.state is not None:
