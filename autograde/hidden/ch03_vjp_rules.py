@@ -300,6 +300,23 @@ class ScaleWrong(Function):
         return 3 * grad * b, 3 * grad * a
 
 
+class ScaledBy(Function):
+    """a * b (elementwise) with both gradients multiplied by ScaledBy.factor: off by factor - 1 relative to the
+    right gradient at every entry of the Jacobian's diagonal, and exactly 0 (right) off it."""
+
+    factor = 1.0
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return ScaledBy.factor * grad * b, ScaledBy.factor * grad * a
+
+
 def wrong_positions(shape: tuple[int, int]) -> list[tuple[int, int]]:
     """Where to put the one wrong entry of a (rows, cols) gradient: each corner, the first one last."""
     rows, cols = shape

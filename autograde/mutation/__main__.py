@@ -2,6 +2,7 @@
 
 With chapters named, only their rows change; the other chapters' rows stay as committed.
 --list prints each chapter's mutants (id, line before and after) without grading them.
+--dry grades them and prints each chapter's row and survivors, and writes nothing.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from autograde import mutation
 def main(argv: list[str]) -> int:
     from course import CHAPTERS
 
-    listing = "--list" in argv
+    listing, dry = "--list" in argv, "--dry" in argv
     chapters = [a for a in argv if not a.startswith("--")] or list(CHAPTERS)
     unknown = [c for c in chapters if c not in CHAPTERS]
     if unknown:
@@ -31,6 +32,12 @@ def main(argv: list[str]) -> int:
     for chapter in chapters:
         t0 = time.perf_counter()
         row, left = mutation.measure_chapter(chapter)
+        if dry:
+            print(f"{chapter}: {row}, score {mutation.score(row):.1%}")
+            for m in left:
+                print(f"  survived {m['cell']} {m['operator'].split('/', 1)[1]} line {m['line']}: {m['before']}  ->  "
+                      f"{m['after']}")
+            continue
         report["chapters"][chapter] = row
         survivors[chapter] = left
         print(f"{chapter}: {row['generated']} generated, {row['killed']} killed, {row['equivalent']} equivalent, "
@@ -41,6 +48,8 @@ def main(argv: list[str]) -> int:
         mutation.REPORT.write_text(json.dumps(report, indent=2) + "\n")
         mutation.SURVIVORS.write_text(json.dumps({c: survivors[c] for c in CHAPTERS if c in survivors},
                                                  indent=1) + "\n")
+    if dry or not report["chapters"]:
+        return 0
     worst = min(report["chapters"].items(), key=lambda kv: mutation.score(kv[1]))
     print(f"lowest score: {worst[0]} {mutation.score(worst[1]):.1%} (goal: 95% in every chapter)")
     return 0
