@@ -10,6 +10,7 @@ with a plain model of its three operations) and fails with a course.checking mes
 - check_meter: random add/release/reset_peak sequences against a model of live and peak bytes.
 - check_microbatches: accumulated micro-batch gradients and the returned loss against torch's full batch.
 - random_program, check_backward_program: random graphs with fan-out, run in the engine and in torch.
+- check_none_branches: random branches that only None gradients reach, freed as torch frees them.
 - run_optimiser: step-by-step runs of an optimiser against torch.optim.
 - check_clip: clip_grad_norm_ against torch.nn.utils.clip_grad_norm_.
 - check_training: the training step on the chapter 3 network against torch's loop.
@@ -244,6 +245,15 @@ def random_program(rng: np.random.Generator, n_leaves: int, n_ops: int) -> list[
 
 def run_program(program: list[tuple], leaves: list[Any], constant: float) -> Any:
     """Evaluate the program on leaves (engine or torch); the root is the sum of the last three values."""
+    values = program_values(program, leaves, constant)
+    root = values[-1].sum()
+    for v in values[-3:-1]:
+        root = root + v.sum()
+    return root
+
+
+def program_values(program: list[tuple], leaves: list[Any], constant: float) -> list[Any]:
+    """Every value of the program on leaves (engine or torch): the leaves, then one value per op."""
     values = list(leaves)
     for op in program:
         kind = op[0]
@@ -262,10 +272,7 @@ def run_program(program: list[tuple], leaves: list[Any], constant: float) -> Any
             b = values[op[2]]
             out = a + b if kind == "add" else a - b if kind == "sub" else a * b.tanh()
         values.append(out)
-    root = values[-1].sum()
-    for v in values[-3:-1]:
-        root = root + v.sum()
-    return root
+    return values
 
 
 def saves_something(program: list[tuple]) -> bool:
@@ -344,6 +351,99 @@ def check_backward_program(backward: Callable, saved_bytes: Callable, rng: np.ra
             if q.grad is not None:
                 check_close(f"{where}: the gradient of leaf {i} after a second backward through a graph that saved "
                             "nothing", p.grad, q.grad, rtol=rtol, atol=atol)
+
+
+class TorchFirstOnly(torch.autograd.Function):
+    """a + b in torch, whose backward sends no gradient to b (None): the test cell's FirstOnly."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a + b
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad, None
+
+
+def check_none_branches(backward: Callable, saved_bytes: Callable, first_only: type, rng: np.random.Generator,
+                        trials: int = 16) -> None:
+    """Random branches that only None reaches (first_only(a, b) sends None to b), in the engine and torch: torch
+    frees every node of the graph, those too, so the meter falls back and a later backward through the branch
+    raises exactly where torch's does (with retain_graph=True nothing is freed)."""
+    message = torch_second_backward_message()
+    for trial in range(trials):
+        dtype = FLOATS[trial % 2]
+        shape = [(3,), (2, 2), ()][trial % 3]
+        n_leaves = 1 + trial % 2
+        program = random_program(rng, n_leaves, 2 + trial % 4)
+        arrays = [np.asarray(rng.uniform(-1.5, 1.5, size=shape)).astype(dtype) for _ in range(n_leaves + 1)]
+        constant = float(rng.choice([2.0, -0.5, 3.0]))
+        retain = trial % 4 == 3
+        mixed = int(rng.integers(n_leaves, n_leaves + len(program))) if trial % 3 == 1 else None
+        u_in_branch = trial % 5 == 2             # the main path's leaf u is also a leaf of the branch
+        where = (f"none-branch graph {trial} ({dtype_name(dtype)}, shape {shape}, branch ops "
+                 f"{[op[0] for op in program]}{', a branch value also on a path of real gradients' if mixed else ''}"
+                 f"{', retain_graph=True' if retain else ''})")
+
+        def build(leaf: Callable, first: Callable) -> tuple[list[Any], list[Any], Any]:
+            leaves = [leaf(a) for a in arrays]
+            u = leaves[0]
+            values = program_values(program, [u] + leaves[2:] if u_in_branch else leaves[1:], constant)
+            branch = values[n_leaves]
+            for v in values[n_leaves + 1:]:      # every value of the branch leads to the root (Add saves nothing)
+                branch = branch + v
+            root = (first(u * constant, branch) + u.tanh()).sum()
+            if mixed is not None:
+                root = root + (values[mixed] * 0.5).sum()
+            return leaves, values[n_leaves:], root
+
+        base = saved_bytes()
+        ours, our_probes, y = build(lambda a: Tensor(a.copy(), requires_grad=True), first_only.apply)
+        theirs, their_probes, ty = build(lambda a: torch.tensor(a.copy(), requires_grad=True), TorchFirstOnly.apply)
+        held = saved_bytes() - base
+        backward(y, None, True) if retain else backward(y)
+        ty.backward(retain_graph=retain)
+        rtol, atol = tolerance(dtype)
+
+        def compare_grads(when: str) -> None:
+            for i, (p, q) in enumerate(zip(ours, theirs)):
+                if q.grad is None:
+                    assert p.grad is None, (f"{where}: leaf {i}'s .grad {when} should stay None, as torch's (only None "
+                                            f"reached it); got {p.grad}")
+                else:
+                    assert p.grad is not None, f"{where}: leaf {i} got no gradient {when}; torch's is {q.grad}"
+                    check_close(f"{where}: the gradient of leaf {i} {when}", p.grad, q.grad, rtol=rtol, atol=atol)
+
+        compare_grads("after backward of the root")
+        freed = "nothing freed" if retain else "every node freed, also those that only None gradients reached"
+        check_equal(f"{where}: saved bytes after backward of the root ({freed})", saved_bytes() - base,
+                    held if retain else 0)
+        probes = list(range(len(our_probes)))
+        if retain:                               # two probes: the first frees what it ran, the second meets that
+            probes = [int(rng.integers(len(probes))), int(rng.integers(len(probes)))]
+        for j in probes:
+            for p, q in zip(ours, theirs):
+                p.grad, q.grad = None, None
+            try:
+                their_probes[j].sum().backward()
+                torch_raises = False
+            except RuntimeError:
+                torch_raises = True
+            try:
+                backward(our_probes[j].sum())
+                ours_raises, got = False, ""
+            except RuntimeError as error:
+                ours_raises, got = True, str(error)
+            what = f"backward of the branch's value {j} ({program[j][0]}) afterwards"
+            assert ours_raises == torch_raises, (
+                f"{where}: {what} {'raises' if ours_raises else 'does not raise'} in your engine but "
+                f"{'raises' if torch_raises else 'does not raise'} in torch (torch runs and frees every node of the "
+                "graph, also a node that only None gradients reached)")
+            if ours_raises:
+                check_equal(f"{where}: the error of {what}", got, message)
+            else:
+                compare_grads(f"after {what}")
+        del ours, theirs, our_probes, their_probes, y, ty   # this graph dies before the next trial reads the meter
 
 
 def check_root_errors(backward: Callable, rng: np.random.Generator) -> None:

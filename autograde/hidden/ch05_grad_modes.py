@@ -16,6 +16,7 @@ import itertools
 import re
 import threading
 import warnings
+import weakref
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -854,6 +855,159 @@ def check_inplace_ops(ns: dict) -> None:
         y = x * 2.0
         before = y.data
         assert y.add_(1.0) is y and y.data is before, "y.add_(1) must return y itself and keep its array (in place)"
+
+
+def retain_stand_in(ns: dict) -> Callable[[Any], None]:
+    """Exercise 6's retain_grad as that exercise specifies it (a hook on t.grad_fn adding into t.grad, and
+    t._retains_grad), for Exercise 5's test cell, which runs before section 7 defines it."""
+    Tensor = ns["Tensor"]
+
+    def retain(t: Any) -> None:
+        owner = weakref.ref(t)
+
+        def hook(grad: np.ndarray) -> None:
+            tensor = owner()
+            if tensor is not None:
+                tensor.grad = Tensor(np.array(grad, copy=True) if tensor.grad is None else tensor.grad.data + grad)
+
+        t.grad_fn._retain_grad_hook = hook
+        t._retains_grad = True
+
+    return retain
+
+
+@contextlib.contextmanager
+def running_retain_hooks(Node: type) -> Iterator[None]:
+    """Backward calls each node's retain hook (if any) on its gradient, then its rule: Exercise 6's call_node
+    reduced to what retain_grad needs."""
+    before = Node.__call__
+
+    def call_with_retain_hook(node: Any, grad: np.ndarray) -> Any:
+        hook = getattr(node, "_retain_grad_hook", None)
+        if hook is not None:
+            hook(grad)
+        return node.apply(grad)
+
+    Node.__call__ = call_with_retain_hook
+    try:
+        yield
+    finally:
+        Node.__call__ = before
+
+
+def inplace_retained_scenarios(api: dict, seed: int, dtype: Any) -> dict[str, Callable]:
+    """A tensor that retains its gradient, changed in place by each in-place operation of the chapter."""
+    rng = np.random.default_rng(seed)
+    shape = [(2, 3), (3,), ()][seed % 3]
+    a, c, w = (np.asarray(rng.normal(size=shape) + s).astype(dtype) for s in (0.0, 3.0, 0.0))
+    T, retain = api["Tensor"], api["retain"]
+    ops: dict[str, Callable[[Any], Any]] = {
+        "add_(scalar)": lambda y: y.add_(1.5),
+        "sub_(tensor)": lambda y: y.sub_(T(c)),
+        "mul_(scalar)": lambda y: y.mul_(3.0),
+        "div_(tensor)": lambda y: y.div_(T(c)),
+        "zero_()": lambda y: y.zero_(),
+        "fill_(2.5)": lambda y: y.fill_(2.5),
+        "+= 1": lambda y: y.__iadd__(1),
+        "-= tensor": lambda y: y.__isub__(T(c)),
+        "*= -2.0": lambda y: y.__imul__(-2.0),
+        "/= 4": lambda y: y.__itruediv__(4),
+    }
+    scenarios: dict[str, Callable] = {}
+
+    def one(op: Callable[[Any], Any]) -> Callable:
+        def run():
+            x = T(a, True)
+            y = x * T(c)
+            retain(y)
+            op(y)
+            (y * T(w)).sum().backward()
+            return _grad(y), _grad(x), y._version
+        return run
+
+    for name, op in ops.items():
+        scenarios[f"y = x * k; retain y; y.{name}"] = one(op)
+
+    def mul_by_tensor_needing_grad():
+        x, z = T(a, True), T(c, True)
+        y = x * 2.0
+        retain(y)
+        y.mul_(z)
+        (y * T(w)).sum().backward()
+        return _grad(y), _grad(x), _grad(z)
+
+    def two_inplace_ops():
+        x = T(a, True)
+        y = x * 2.0
+        retain(y)
+        y.mul_(3.0)
+        y.add_(T(c))
+        (y * y).sum().backward()
+        return _grad(y), _grad(x)
+
+    def used_before_and_after():
+        x = T(a, True)
+        y = x * 2.0
+        retain(y)
+        before = y.tanh()                         # reads y's old value: its gradient goes to the old node
+        y.mul_(3.0)
+        (before.sum() + (y * T(w)).sum()).backward()
+        return _grad(y), _grad(x)
+
+    def accumulates_over_two_backward_calls():
+        x = T(a, True)
+        y = x * 2.0
+        retain(y)
+        y.mul_(T(c))
+        z = (y * T(w)).sum()
+        z.backward(retain_graph=True)
+        z.backward()
+        return _grad(y), _grad(x)
+
+    def retained_after_the_inplace_op():
+        x = T(a, True)
+        y = x * 2.0
+        y.mul_(3.0)
+        retain(y)
+        (y * T(w)).sum().backward()
+        return _grad(y), _grad(x)
+
+    def inplace_under_no_grad():
+        x = T(a, True)
+        y = x * 2.0
+        retain(y)
+        with api["no_grad"]():
+            y.mul_(3.0)                           # nothing recorded: y keeps its node, and the hook stays there
+        (y * T(w)).sum().backward()
+        return _grad(y), _grad(x)
+
+    def not_retained():
+        x = T(a, True)
+        y = x * 2.0
+        y.mul_(3.0)
+        (y * T(w)).sum().backward()
+        return _grad(y), _grad(x)
+
+    scenarios.update(mul_by_tensor_needing_grad=mul_by_tensor_needing_grad, two_inplace_ops=two_inplace_ops,
+                     used_before_and_after=used_before_and_after,
+                     accumulates_over_two_backward_calls=accumulates_over_two_backward_calls,
+                     retained_after_the_inplace_op=retained_after_the_inplace_op,
+                     inplace_under_no_grad=inplace_under_no_grad, not_retained=not_retained)
+    return scenarios
+
+
+def check_inplace_retained(ns: dict) -> None:
+    """A tensor that retains its gradient and is then changed in place, against torch: its retain hook moves to the
+    new node (torch's rebase_history), so y.grad is the gradient of y's new value, for every in-place operation."""
+    __tracebackhide__ = True
+    ours = dict(engine(ns), retain=retain_stand_in(ns))
+    theirs = dict(TORCH, retain=lambda t: t.retain_grad())
+    with checked(ns), running_retain_hooks(ns["Node"]):
+        for seed, dtype in ((1, np.float64), (2, np.float32), (3, np.float64), (4, np.float32)):
+            compare_scenarios(inplace_retained_scenarios(ours, seed, dtype),
+                              inplace_retained_scenarios(theirs, seed, dtype),
+                              f"in-place ops on a tensor that retains its gradient ({np.dtype(dtype).name})",
+                              rtol=1e-9 if dtype == np.float64 else 1e-5)
 
 
 def inplace_refusal_scenarios(api: dict) -> dict[str, Callable]:

@@ -430,6 +430,19 @@ def _small_configs() -> list[tuple[Config, int, int]]:
             (Config(vocab=30, block=6, d_model=8, n_heads=2, n_layers=1, d_ff=16, tied=False), 4, 6)]
 
 
+def _deep_configs() -> list[tuple[Config, int, int]]:
+    """(config, batch, T): models of 11 to 21 blocks, tiny widths (blocks.10. must run after blocks.9., not after
+    blocks.1. as names sorted as strings would have it), drawn with a fixed seed."""
+    rng = np.random.default_rng(8811)
+    configs = []
+    for n_layers, tied in ((11, True), (12, False), (int(rng.integers(13, 22)), True)):
+        n_heads, d_model = int(rng.choice([1, 2])), int(rng.choice([4, 6]))
+        configs.append((Config(vocab=int(rng.integers(7, 20)), block=5, d_model=d_model, n_heads=n_heads,
+                               n_layers=n_layers, d_ff=int(rng.integers(2, 6)), tied=tied),
+                        int(rng.integers(1, 3)), int(rng.integers(2, 6))))
+    return configs
+
+
 def check_block(ns: dict) -> None:
     __tracebackhide__ = True
     Tensor, engine_block = ns["Tensor"], ns["block"]
@@ -460,7 +473,7 @@ def check_loss(ns: dict) -> None:
     Tensor, logits_fn, loss = ns["Tensor"], ns["logits"], ns["loss_fn"]
     rng = np.random.default_rng(88)
     with _checked():
-        for k, (config, B, T) in enumerate(_small_configs()):
+        for k, (config, B, T) in enumerate(_small_configs() + _deep_configs()):
             for dtype, rtol, atol in ((np.float64, 1e-10, 1e-12), (np.float32, 5e-4, 5e-5)):
                 weights = init_weights(config, seed=10 + k, std=0.4, perturb_norms=True, dtype=dtype)
                 x = rng.integers(0, config.vocab, size=(B, T))

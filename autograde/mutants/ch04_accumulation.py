@@ -118,6 +118,11 @@ MUTANTS = [
            "    ran = []\n" + BACKWARD_LOOP.replace("        if not retain_graph:\n            free_saved(node)\n",
                                                 "        ran.append(node)\n")
            + "\n    if not retain_graph:\n        for node in ran:\n            free_saved(node)", FREES, visible=True),
+    Mutant("backward_skips_none_nodes", "skips a node that only None gradients reached without freeing it: its saved "
+           "arrays stay on the meter, and a later backward through it runs where torch raises (torch frees every "
+           "node of the graph)", "backward_engine",
+           "            if not retain_graph:\n                free_saved(node)\n            continue",
+           "            continue", FREES, visible=True),
     Mutant("backward_overwrites_paths", "= for += where gradients meet: only the last path survives",
            "backward_engine", "grads[key] = child_grad if key not in grads else grads[key] + child_grad",
            "grads[key] = child_grad", FREES, visible=True),
@@ -325,10 +330,10 @@ def backward(tensor, gradient=None, retain_graph=False):
         grad = pending.pop(id(node), None)
         if grad is not None:
             outputs = node(grad)
-            if not retain_graph:
-                free_saved(node)
         else:
             outputs = [None] * len(node.next_functions)
+        if not retain_graph:
+            free_saved(node)                 # also a node that only None reached, as torch
         for (child, _), child_grad in zip(node.next_functions, outputs):
             if child is None:
                 continue

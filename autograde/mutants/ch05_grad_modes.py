@@ -126,6 +126,14 @@ MUTANTS = [
     Mutant("inplace_allows_leaf", "in-place on a leaf that requires grad allowed in grad mode", "inplace",
            "    if STATE.grad_enabled and t.is_leaf and t.requires_grad:\n        raise RuntimeError(INPLACE_LEAF_MESSAGE)\n",
            "", (REF,), visible=True),
+    Mutant("inplace_leaves_retain_hook", "leaves a retained tensor's retain hook on its old node: after y.mul_(3), "
+           "y.grad is the gradient of y's old value (3 times torch's), where torch moves retain_grad to the new node",
+           "inplace",
+           "        if t._retains_grad:                      # retain_grad (section 7) follows t to its new node, "
+           "as in torch\n            out.grad_fn._retain_grad_hook, t.grad_fn._retain_grad_hook = "
+           "t.grad_fn._retain_grad_hook, None\n", "", (OPS,), visible=False,
+           hidden_because="retain_grad comes in section 7, after this exercise's visible tests, which cannot call it; "
+                          "the hidden test stands in Exercise 6's retain hook and compares with torch"),
     Mutant("version_not_checked", "saved_tensors returns the arrays without comparing versions", "inplace",
            "    for record in self._saved.versions:\n        if record.counter.value != record.version:\n"
            "            raise RuntimeError(version_message(record, arrays[record.slot]))\n", "", (VER,), visible=True),
@@ -431,6 +439,9 @@ def apply_inplace(t, op, *others, **settings):
     t.data[...] = out.data
     t._version_counter.bump()
     if node is not None:
+        if t._retains_grad:
+            node._retain_grad_hook = t.grad_fn._retain_grad_hook
+            t.grad_fn._retain_grad_hook = None
         t.requires_grad = True
         t.grad_fn = node
     return t

@@ -111,6 +111,11 @@ MUTANTS = [
     Mutant("untied_head_ignored", "always the tied head, even when W has its own head.weight", "model",
            'head = W["head.weight"] if "head.weight" in W else W["tok_emb"].T', 'head = W["tok_emb"].T', (LO,),
            visible=True),
+    Mutant("blocks_sorted_as_strings", "runs the blocks in the order of their names sorted as strings: from 11 "
+           "blocks on, blocks.10. runs after blocks.1., before blocks.2.", "model",
+           "    for i in range(n_layers_of(W)):\n        h = run_block(h, W, i, n_heads, checkpoint)",
+           '    for p in sorted({n[:n.index(".", 7) + 1] for n in W if n.startswith("blocks.")}):  # blocks.0., ...\n'
+           "        h = run_block(h, W, int(p[7:-1]), n_heads, checkpoint)", (LO,), visible=True),
     # -- Exercise 5: decayed and step ---------------------------------------------------------------------------
     Mutant("decay_everything", "weight decay on every parameter: norms, biases and embeddings shrink too",
            "training", DECAY, "return list(W)", (DE, TS), visible=True),
