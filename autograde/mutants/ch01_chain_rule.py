@@ -352,6 +352,8 @@ ALTERNATIVES = [
     Alternative("jvp_outputs_as_list", "treats a single output as a list of one and unwraps at the end",
                 "jvp", '''def jvp(f, x, v):
     """J v by one forward pass; a single output is handled as a list of one."""
+    if len(x) != len(v):
+        raise ValueError(f"x has {len(x)} entries but v has {len(v)}")
     x = np.asarray(x, dtype=np.float64)
     v = np.asarray(v, dtype=np.float64)
     out = f([Dual(xi, vi) for xi, vi in zip(x.tolist(), v.tolist())])
@@ -365,7 +367,7 @@ ALTERNATIVES = [
                 "jvp", '''def jvp(f, x, v):
     """J v in one forward pass: seed, call f once, split the pairs."""
     if len(x) != len(v):
-        raise ValueError("x and v differ in length")
+        raise ValueError(f"x and v differ in length: {len(x)} and {len(v)}")
     out = f([Dual(float(a), float(b)) for a, b in zip(x, v)])
     if isinstance(out, Dual):
         return float(out.value), float(out.tangent)
