@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -200,9 +201,9 @@ def sample(weights: dict[str, np.ndarray], config: Config, prompt_ids: np.ndarra
 from autograde.hidden.ch07_checkpointing import check_close as _close, check_equal as _equal, checked as _checked, fail as _fail  # noqa: E402
 
 
-def _raises(label: str, error: type, call: Any) -> None:
+def _raises(label: str, error: type, call: Any) -> BaseException:
     __tracebackhide__ = True
-    importlib.import_module("course.checking").check_raises(label, error, call)
+    return importlib.import_module("course.checking").check_raises(label, error, call)
 
 
 def _grad_of(t: Any) -> np.ndarray | None:
@@ -270,10 +271,33 @@ def check_embedding_forward(ns: dict) -> None:
         for bad, error in (([0, 5], IndexError), ([-1, 0], IndexError), (np.array([[4, -5]]), IndexError),
                            (np.array([1.0]), TypeError), (np.array([True]), TypeError)):
             _raises(f"embedding(table of 5 rows, {bad!r})", error, lambda: embedding(table, bad))
+        _embedding_range_errors(Tensor, embedding)
         # the table as a computed tensor (not a leaf): its gradient still flows back
         base = Tensor(np.ones((4, 3)), requires_grad=True)
         out = embedding(base * 2.0, np.array([1, 1]))
         _close("embedding(base * 2.0, [1, 1])", out.data, np.full((2, 3), 2.0), rtol=0, atol=0)
+
+
+def _embedding_range_errors(Tensor: Any, embedding: Any) -> None:
+    """Ids equal to the number of rows and above it (and negative ones), drawn with a fixed seed, raise IndexError
+    as torch's F.embedding does, with a message that names the valid range [0, rows)."""
+    __tracebackhide__ = True
+    rng = np.random.default_rng(8101)
+    for rows, d in ((7, 3), (4, 9), (12, 5), (1, 2)):
+        table = rng.normal(size=(rows, d))
+        t = Tensor(table, requires_grad=True)
+        over = int(rng.integers(rows + 1, 3 * rows + 20))
+        shaped = rng.integers(0, rows, size=(2, 3))
+        shaped[1, 2] = over
+        for bad in ([0, rows], [rows], np.array([[rows - 1, over]], dtype=np.int32), shaped, np.int64(over),
+                    [rows + 1000], [0, -1 - int(rng.integers(0, rows))]):
+            where = f"embedding(table of {rows} rows and {d} columns, ids {np.asarray(bad).tolist()})"
+            _raises(f"{where} in torch (F.embedding)", IndexError,
+                    lambda: F.embedding(torch.as_tensor(np.asarray(bad, dtype=np.int64)), torch.tensor(table)))
+            error = _raises(where, IndexError, lambda: embedding(t, bad))
+            if f"[0,{rows})" not in str(error).replace(" ", ""):
+                raise _fail(f"{where} raised IndexError({str(error)!r:.200}); its message should name the valid range "
+                            f"[0, {rows})")
 
 
 def check_embedding_backward(ns: dict) -> None:
@@ -497,10 +521,33 @@ def check_loss(ns: dict) -> None:
                 _compare_grads(f"{where}, backward", W, Wt, rtol * 10, atol * 10)
                 if not (np.array_equal(x, kept[0]) and np.array_equal(y, kept[1])):
                     raise _fail(f"{where} changed x or y in place")
-        W = {n: Tensor(w) for n, w in init_weights(Config(block=4, d_model=8, n_heads=2, n_layers=1, d_ff=8)).items()}
-        for bad in (np.zeros((1, 5), dtype=np.int64), np.zeros(3, dtype=np.int64)):
-            _raises(f"logits(W, ids of shape {bad.shape}, 2) with 4 positions", ValueError, lambda: logits_fn(W, bad, 2))
+        _model_errors(Tensor, logits_fn, loss)
 
+
+
+def _model_errors(Tensor: Any, logits_fn: Any, loss: Any) -> None:
+    """Ids that are not (B, T), or with T above pos_emb's rows, drawn with a fixed seed, raise ValueError (as the
+    oracle does) with a message that names x's shape and the number of positions."""
+    __tracebackhide__ = True
+    rng = np.random.default_rng(8102)
+    for config in (Config(block=4, d_model=8, n_heads=2, n_layers=1, d_ff=8),
+                   Config(vocab=13, block=6, d_model=3, n_heads=1, n_layers=2, d_ff=5, tied=False),
+                   Config(vocab=9, block=2, d_model=10, n_heads=2, n_layers=1, d_ff=4)):
+        W = {n: Tensor(w) for n, w in init_weights(config).items()}
+        P = config.block
+        shapes = [(1, P + 1), (int(rng.integers(1, 4)), P + int(rng.integers(2, 9))), (P + 3, P + 1), (3,),
+                  (2, P, 3), (1, 2, 2), (2, 1, 1, 1), (P + 2, 1, P)]
+        for shape in shapes:
+            bad = rng.integers(0, config.vocab, size=shape)
+            where = f"logits(W, ids of shape {shape}, {config.n_heads}) for a model of {P} positions"
+            _raises(f"{where} in torch (the oracle)", ValueError, lambda: logits(to_torch(init_weights(config)), bad, config))
+            for label, call in ((where, lambda: logits_fn(W, bad, config.n_heads)),
+                                (where.replace("logits(W, ids", "loss_fn(W, ids"),
+                                 lambda: loss(W, bad, bad, config.n_heads))):
+                error = str(_raises(label, ValueError, call))
+                if str(shape) not in error or not re.search(rf"(?<!\d){P}(?!\d)", error.replace(str(shape), "")):
+                    raise _fail(f"{label} raised ValueError({error!r:.200}); its message should name the shape of x, "
+                                f"{shape}, and the number of positions, {P}")
 
 
 # -- Exercise 5: decayed and the training step ---------------------------------------------------------------------

@@ -228,7 +228,7 @@ def embedding(table, ids):
     if not np.issubdtype(ids.dtype, np.integer):
         raise TypeError("ids must be integers")
     if np.any(ids < 0) or np.any(ids >= table.shape[0]):
-        raise IndexError("an id is out of range")
+        raise IndexError(f"an id is out of range: ids must lie in [0, {table.shape[0]})")
     return Embedding.apply(table, ids=ids.astype(np.int64))
 '''),
     Alternative("embedding_loop", "the backward adds row by row in a Python loop", "embedding", '''class Embedding(Function):
@@ -255,7 +255,7 @@ def embedding(table, ids):
     if ids.dtype.kind not in "iu":
         raise TypeError(f"integer ids needed, got {ids.dtype}")
     if ids.size and not (0 <= ids.min() and ids.max() < table.shape[0]):
-        raise IndexError("id out of range")
+        raise IndexError(f"id out of range [0, {len(table.data)})")
     return Embedding.apply(table, ids=ids.astype(np.int64))
 '''),
     Alternative("gelu_recompute", "saves only x; backward recomputes Phi; constants written out", "gelu", '''class GELU(Function):
@@ -330,10 +330,10 @@ def attention(a, W, prefix, n_heads):
 def logits(W, x, n_heads, checkpoint=False):
     x = np.array(x)
     if x.ndim != 2:
-        raise ValueError("x must be 2-D")
+        raise ValueError(f"x must be 2-D (batch, T) with T <= {len(W['pos_emb'].data)}, got shape {x.shape}")
     B, T = x.shape
     if T > len(W["pos_emb"].data):
-        raise ValueError("sequence longer than the context")
+        raise ValueError(f"sequence longer than the context of {len(W['pos_emb'].data)} positions: x has shape {x.shape}")
     h = embedding(W["tok_emb"], x) + W["pos_emb"][np.arange(T)]
     for i in range(n_layers_of(W)):
         h = run_block(h, W, i, n_heads, checkpoint=checkpoint)
