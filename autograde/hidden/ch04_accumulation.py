@@ -11,7 +11,10 @@ with a plain model of its three operations) and fails with a course.checking mes
 - check_microbatches: accumulated micro-batch gradients and the returned loss against torch's full batch.
 - random_program, check_backward_program: random graphs with fan-out, run in the engine and in torch.
 - check_none_branches: random branches that only None gradients reach, freed as torch frees them.
+- check_skipped_edges: None gradients and constants before real edges, and None meeting real gradients at a node.
 - run_optimiser: step-by-step runs of an optimiser against torch.optim.
+- check_sgd_without_momentum, check_sgd_without_decay: momentum=0 ignores dampening; weight_decay=0 adds nothing.
+- check_sgd_nan_setting: a NaN momentum or weight decay (torch accepts both) is not 0.
 - check_clip: clip_grad_norm_ against torch.nn.utils.clip_grad_norm_.
 - check_training: the training step on the chapter 3 network against torch's loop.
 """
@@ -28,7 +31,7 @@ import torch.nn.functional as F
 import course.checking as checking
 from course.data import make_moons
 from course.reference import ch03_vjp_rules
-from course.reference.ch02_tape import Tensor
+from course.reference.ch02_tape import Function, Tensor
 
 check_close, check_equal = checking.check_close, checking.check_equal
 cross_entropy = ch03_vjp_rules.cross_entropy
@@ -446,6 +449,78 @@ def check_none_branches(backward: Callable, saved_bytes: Callable, first_only: t
         del ours, theirs, our_probes, their_probes, y, ty   # this graph dies before the next trial reads the meter
 
 
+class SecondOnly(Function):
+    """a + b, whose rule sends no gradient to a (None) and the whole gradient to b: a None before a real edge."""
+
+    @staticmethod
+    def forward(ctx: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a + b
+
+    @staticmethod
+    def backward(ctx: Any, grad: np.ndarray) -> tuple[None, np.ndarray]:
+        return None, grad
+
+
+class TorchSecondOnly(torch.autograd.Function):
+    """SecondOnly in torch."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a + b
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        return None, grad
+
+
+def check_skipped_edges(backward: Callable, first_only: type, rng: np.random.Generator, trials: int = 16) -> None:
+    """Random graphs where a rule's None gradient or an input without a node (a constant) comes before a real edge
+    (SecondOnly(a, b), constant * v), and where a value that receives None from one rule (first_only(u, v) sends None
+    to v) also receives real gradients from others: every leaf's .grad as torch's (None where torch's is None)."""
+    for trial in range(trials):
+        dtype = FLOATS[trial % 2]
+        shape = [(3,), (2, 2), (), (1, 3)][trial % 4]
+        n_leaves = 2 + trial % 2
+        program = random_program(rng, n_leaves, 2 + trial % 4)
+        arrays = [np.asarray(rng.uniform(-1.5, 1.5, size=shape)).astype(dtype) for _ in range(n_leaves)]
+        k = np.asarray(rng.uniform(0.5, 2.0, size=shape)).astype(dtype)
+        constant = float(rng.choice([2.0, -0.5, 3.0]))
+        count = n_leaves + len(program)
+        i, j, m = (int(rng.integers(count)) for _ in range(3))
+        also_real = trial % 3 != 2           # v = values[j] gets a real gradient besides first_only's None
+        where = (f"graph {trial} ({dtype_name(dtype)}, shape {shape}, ops {[op[0] for op in program]}): root = "
+                 f"sum(FirstOnly(value {i}, value {j}) + SecondOnly(value {m}, value {i}) + constant * value {m})"
+                 f"{f' + sum(value {j} * 0.5)' if also_real else ''} (FirstOnly sends None to its second input, "
+                 "SecondOnly to its first; the constant requires no grad)")
+
+        def build(leaf: Callable, first: Callable, second: Callable) -> tuple[list[Any], Any]:
+            leaves = [leaf(a) for a in arrays]
+            values = program_values(program, leaves, constant)
+            root = (first(values[i], values[j]) + second(values[m], values[i]) + leaf(k, False) * values[m]).sum()
+            if also_real:
+                root = root + (values[j] * 0.5).sum()
+            return leaves, root
+
+        ours, y = build(lambda a, rg=True: Tensor(a.copy(), requires_grad=rg), first_only.apply, SecondOnly.apply)
+        theirs, ty = build(lambda a, rg=True: torch.tensor(a.copy(), requires_grad=rg), TorchFirstOnly.apply,
+                           TorchSecondOnly.apply)
+        try:
+            backward(y)
+        except Exception as error:  # noqa: BLE001 - say which graph, and what was raised
+            raise AssertionError(f"{where}: backward raised {type(error).__name__}: {error} (torch computes the "
+                                 "gradients: skip a None gradient or an edge without a node, keep going with the "
+                                 "node's other edges, and add nothing for None)") from None
+        ty.backward()
+        rtol, atol = tolerance(dtype)
+        for n, (p, q) in enumerate(zip(ours, theirs)):
+            if q.grad is None:
+                assert p.grad is None, f"{where}: leaf {n}'s .grad should stay None, as torch's; got {p.grad}"
+                continue
+            assert p.grad is not None, (f"{where}: leaf {n} got no gradient; torch's is {q.grad.numpy()} (an edge "
+                                        "after a None gradient or a constant was skipped too)")
+            check_close(f"{where}: the gradient of leaf {n}", p.grad, q.grad, rtol=rtol, atol=atol)
+
+
 def check_root_errors(backward: Callable, rng: np.random.Generator) -> None:
     """Bad roots and bad gradients raise RuntimeError where torch does, with torch's words; good ones work."""
     for dtype in FLOATS:
@@ -564,6 +639,75 @@ def run_optimiser(make_ours: Callable, make_torch: Callable, dtype: Any, where: 
                 if isinstance(value, np.ndarray):
                     check_equal(f"{where}, {dtype_name(dtype)}: the dtype of state {key!r}", value.dtype,
                                 np.dtype(dtype))
+
+
+def _random_parameters(rng: np.random.Generator, shape: tuple, dtype: Any, special: bool) -> list[np.ndarray]:
+    """Two parameters of the shape and a 0-d one; with special, inf, -inf and NaN entries among finite ones."""
+    out = []
+    for s in (shape, shape, ()):
+        a = np.asarray(rng.normal(size=s)).astype(dtype)
+        if special and a.size:
+            flat = a.reshape(-1)
+            flat[rng.integers(flat.size, size=min(flat.size, 3))] = rng.choice([np.inf, -np.inf, np.nan])
+        out.append(a)
+    return out
+
+
+def check_sgd_without_momentum(sgd: type) -> None:
+    """SGD with momentum=0 and any dampening (0-d and empty parameters included; no weight decay, which the other
+    test cell checks) against torch.optim.SGD over several steps of random gradients: torch uses no buffer, so
+    dampening changes nothing."""
+    from hypothesis import strategies as st
+
+    from autograde.hidden.strategies import float_dtypes, for_all, shapes
+
+    @for_all(examples=12, dtype=float_dtypes(), shape=shapes(max_dims=3, max_side=4),
+             dampening=st.sampled_from([0.1, 0.5, 0.9, 1.0]), lr=st.sampled_from([0.05, 0.1, 1.0]),
+             seed=st.integers(0, 2 ** 16))
+    def _(dtype, shape, dampening, lr, seed):
+        rng = np.random.default_rng(seed)
+        initial = _random_parameters(rng, shape, dtype, special=False)
+        gradients = [[np.asarray(rng.normal(size=a.shape)) for a in initial] for _ in range(4)]
+        s = dict(lr=lr, momentum=0.0, dampening=dampening)
+        scripted_run(lambda ps: sgd(ps, **s), lambda ps: torch.optim.SGD(ps, **s), gradients, initial,
+                     f"SGD({s}) on parameters of shapes {[a.shape for a in initial]} ({dtype_name(dtype)}): with "
+                     "momentum 0 torch keeps no buffer and ignores dampening")
+
+
+def check_sgd_without_decay(sgd: type) -> None:
+    """SGD with weight_decay=0 (with and without momentum or Nesterov) on parameters holding inf, -inf and NaN
+    against torch.optim.SGD: a weight decay of 0 adds nothing to the gradient (0 * inf would be NaN)."""
+    from hypothesis import strategies as st
+
+    from autograde.hidden.strategies import float_dtypes, for_all, shapes
+
+    @for_all(examples=12, dtype=float_dtypes(), shape=shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+             settings=st.sampled_from([dict(lr=0.1), dict(lr=0.5, momentum=0.9),
+                                       dict(lr=0.1, momentum=0.9, nesterov=True)]),
+             seed=st.integers(0, 2 ** 16))
+    def _(dtype, shape, settings, seed):
+        rng = np.random.default_rng(seed)
+        initial = _random_parameters(rng, shape, dtype, special=True)
+        gradients = [[np.asarray(rng.normal(size=a.shape)) for a in initial] for _ in range(3)]
+        s = dict(settings, weight_decay=0.0)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            scripted_run(lambda ps: sgd(ps, **s), lambda ps: torch.optim.SGD(ps, **s), gradients, initial,
+                         f"SGD({s}) on parameters holding inf, -inf or NaN, shapes {[a.shape for a in initial]} "
+                         f"({dtype_name(dtype)}): a weight decay of 0 adds nothing (not even 0 * p)")
+
+
+def check_sgd_nan_setting(sgd: type, setting: str) -> None:
+    """SGD with a NaN momentum or weight decay, which torch.optim.SGD accepts (its checks are `< 0`), against torch:
+    NaN is not 0, so the momentum or the decay applies, and the parameters become NaN as torch's do."""
+    rng = np.random.default_rng(4603 if setting == "momentum" else 4604)
+    for dtype in FLOATS:
+        for dampening in ((0.0, 0.5) if setting == "momentum" else (0.0,)):
+            initial = _random_parameters(rng, (2, 3), dtype, special=False)
+            gradients = [[np.asarray(rng.normal(size=a.shape)) for a in initial] for _ in range(3)]
+            s = {"lr": 0.1, setting: math.nan, "dampening": dampening}
+            scripted_run(lambda ps: sgd(ps, **s), lambda ps: torch.optim.SGD(ps, **s), gradients, initial,
+                         f"SGD({s}) ({dtype_name(dtype)}): torch accepts a NaN {setting}, which is not 0")
 
 
 # -- clipping -------------------------------------------------------------------------------------

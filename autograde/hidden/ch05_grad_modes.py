@@ -244,9 +244,8 @@ def _thread_run(api: dict, with_inference: bool) -> dict:
 
     def worker(tag: str) -> None:
         try:
-            seen[f"{tag}: the new thread's mode at its start"] = (
-                (api["is_grad_enabled"](), api["is_inference_mode_enabled"]()) if with_inference
-                else api["is_grad_enabled"]())
+            seen[f"{tag}: the new thread's (is_grad_enabled(), is_inference_mode_enabled()) at its start"] = (
+                api["is_grad_enabled"](), api["is_inference_mode_enabled"]())
             with api["no_grad"]():
                 seen[f"{tag}: the new thread's mode inside its no_grad"] = api["is_grad_enabled"]()
                 started.set()
@@ -1095,6 +1094,49 @@ def check_inplace_refusals(ns: dict) -> None:
             assert which(got) == which(expected), (
                 f"in-place refusals, scenario {name!r} (two refusals apply): got {shown(got)}, expected torch's "
                 f"{shown(expected)}")
+
+
+def check_inplace_shapes(ns: dict) -> None:
+    """An in-place operation whose broadcast result has another shape than t (generated shapes: 0-d, size-1 and
+    empty axes, a longer or a wider other operand), on a constant, a non-leaf and a leaf under no_grad, against
+    torch: RuntimeError, and t's values and version unchanged."""
+    __tracebackhide__ = True
+    from hypothesis import strategies as st
+
+    from autograde.hidden.strategies import broadcastable_pairs, float_dtypes, for_all
+
+    ours = engine(ns)
+    growing = broadcastable_pairs(max_dims=3, max_side=3).filter(lambda s: np.broadcast_shapes(*s) != tuple(s[0]))
+
+    def run(api: dict, shapes: tuple, op: str, kind: str, dtype: Any, seed: int) -> tuple:
+        rng = np.random.default_rng(seed)
+        a = np.asarray(rng.normal(size=shapes[0])).astype(dtype)
+        b = np.asarray(rng.uniform(0.5, 2.0, size=shapes[1])).astype(dtype)
+        T = api["Tensor"]
+        if kind == "a non-leaf":
+            t = T(a, True) * 2.0
+        else:
+            t = T(a, kind == "a leaf that requires grad, under no_grad")
+        before = t._version
+        with api["no_grad"]() if kind.endswith("under no_grad") else contextlib.nullcontext():
+            result = outcome(lambda: getattr(t, op)(T(b)))
+        data = t.detach().numpy() if api["is_torch"] else t.data
+        status = result[:2] if result[0] == "error" else ("ok",)   # the type of the error, not its words
+        return status, np.array(data, dtype=np.float64), t._version - before
+
+    with checked(ns):
+        @for_all(examples=20, shapes=growing, op=st.sampled_from(["add_", "sub_", "mul_", "div_"]),
+                 kind=st.sampled_from(["a constant", "a non-leaf", "a leaf that requires grad, under no_grad"]),
+                 dtype=float_dtypes(), seed=st.integers(0, 2 ** 16))
+        def _(shapes, op, kind, dtype, seed):
+            got = run(ours, shapes, op, kind, dtype, seed)
+            expected = run(TORCH, shapes, op, kind, dtype, seed)
+            where = (f"t.{op}(other) for t {kind} of shape {shapes[0]} and other of shape {shapes[1]} "
+                     f"({np.dtype(dtype).name}; the result would have shape {np.broadcast_shapes(*shapes)})")
+            assert got[0] == expected[0], f"{where}: got {got[0]}, expected torch's {expected[0]} (the shapes differ)"
+            assert got[1].shape == expected[1].shape and np.array_equal(got[1], expected[1], equal_nan=True), (
+                f"{where}: t changed to {np.round(got[1], 6).tolist()}; torch leaves it as it was")
+            assert got[2] == expected[2], f"{where}: t's version grew by {got[2]}; torch's by {expected[2]}"
 
 
 def version_error_scenarios(api: dict, seed: int, dtype: Any = np.float64) -> dict[str, Callable]:
