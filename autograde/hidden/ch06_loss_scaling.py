@@ -485,6 +485,7 @@ def check_scaler_update(ns: dict) -> None:
         _drive(ns, [clean] * 12, growth_interval=2000)                               # the defaults: no growth
         _drive(ns, [clean] * 4 + [{0: INF}] * 3 + [clean] * 4, init_scale=3.0, growth_factor=1.1, backoff_factor=0.7,
                growth_interval=3)
+        _check_long_interval(ns, 257)                  # a count past 256: Python's small ints are no longer shared
         # update(new_scale) sets the scale; a new GradScaler starts from init_scale
         scaler = ns["GradScaler"](init_scale=8.0)
         scaler.update(0.1)
@@ -500,6 +501,26 @@ def check_scaler_update(ns: dict) -> None:
         else:
             raise AssertionError("update() before any step or unscale_ changed the scale; torch raises AssertionError "
                                  "('No inf checks were recorded prior to update.')")
+
+
+def _check_long_interval(ns: dict, interval: int) -> None:
+    """interval clean steps in a row grow the scale exactly once, at the last of them, as torch's counter does."""
+    __tracebackhide__ = True
+    Tensor, SGD = ns["Tensor"], ns["SGD"]
+    w = Tensor(np.zeros(1, np.float32), requires_grad=True)
+    optimizer, scaler = SGD([w], lr=0.0), ns["GradScaler"](init_scale=2.0, growth_interval=interval)
+    history = []
+    for _ in range(interval + 1):
+        w.grad = Tensor(np.ones(1, np.float32))
+        scaler.step(optimizer)
+        scaler.update()
+        history.append(scaler.get_scale())
+    expected = [2.0] * (interval - 1) + [4.0, 4.0]
+    if history != expected:
+        first = next(k for k, (g, e) in enumerate(zip(history, expected)) if g != e)
+        raise AssertionError(f"GradScaler(init_scale=2.0, growth_interval={interval}): after clean step {first + 1} the scale is "
+                             f"{history[first]!r}, torch's is {expected[first]!r} (the scale grows once the count of "
+                             f"clean steps in a row equals growth_interval: compare the numbers with ==, not `is`)")
 
 
 def check_scaler_unscale(ns: dict) -> None:
@@ -637,6 +658,11 @@ def check_scale_dtypes(ns: dict) -> None:
                         f"{label} has dtype {got.dtype}; torch's is {_torch_dtype(want)} (torch's scale is a 0-d float32 "
                         f"tensor: a 0-d loss is promoted with it, a loss with dimensions keeps its own dtype)")
                     assert got.shape == tuple(want.shape), f"{label} has shape {got.shape}, torch's {tuple(want.shape)}"
+                    node = "ToCopyBackward0" if (len(shape) and dtype == np.float16) else want.grad_fn.name()
+                    assert got.grad_fn is not None and got.grad_fn.name() == node, (
+                        f"{label}: the result's node is {None if got.grad_fn is None else got.grad_fn.name()}, "
+                        f"expected {node} (the product, as torch's; a cast is recorded only where the product's dtype "
+                        f"differs from the loss's)")
                     expected = want.detach().numpy()
                     if not np.array_equal(got.data, expected, equal_nan=True):
                         bad = np.argwhere(np.asarray(got.data != expected) & ~np.isnan(expected))

@@ -740,6 +740,7 @@ def check_run_chain(ns: dict) -> None:
             measured = _peak(lambda: cross_entropy(run_chain(base, X, shuffled), y).backward())
             check_equal(f"{label}: the meter's peak during a training step (one checkpoint per segment, its input "
                         f"and the parameters of its layers as arguments)", measured, predicted)
+        _check_long_chain(ns, 300)
         layers = mlp_chain([3, 4, 4, 2], seed=0, dtype=np.float64)
         X = Tensor(rng.normal(size=(2, 3)))
         out = run_chain(layers, X)
@@ -753,6 +754,26 @@ def check_run_chain(ns: dict) -> None:
                 raise fail(f"run_chain(layers, X, {wrong}) on 3 layers should raise ValueError (check_plan), raised "
                            f"{type(error).__name__}: {error}") from None
             raise fail(f"run_chain(layers, X, {wrong}) on 3 layers should raise ValueError (check_plan), returned")
+
+
+def _check_long_chain(ns: dict, n: int) -> None:
+    """A chain of n layers h -> h * 1.01 without parameters (more than 256: Python's small ints are not shared past
+    256), plainly and under a plan: the output and the input's gradient are 1.01 ** n times the input's."""
+    __tracebackhide__ = True
+    Tensor, run_chain = ns["Tensor"], ns["run_chain"]
+    layers = [(lambda h: h * 1.01, ()) for _ in range(n)]
+    for plan in ([], [(0, n // 2), (n - 7, n)]):
+        x = Tensor(np.array([1.0, -2.0]), requires_grad=True)
+        try:
+            out = run_chain(layers, x, plan)
+        except Exception as error:  # noqa: BLE001 - reported
+            raise fail(f"run_chain on a chain of {n} layers without parameters, plan {plan}, raised "
+                       f"{type(error).__name__}: {error} (compare layer indices with < or ==, never `is`)") from None
+        out.sum().backward()
+        check_close(f"run_chain on a chain of {n} layers h -> h * 1.01, plan {plan}: the output", out.data,
+                    x.data * 1.01 ** n, rtol=1e-9, against="1.01 ** n times the input")
+        check_close(f"run_chain on a chain of {n} layers h -> h * 1.01, plan {plan}: x.grad", x.grad.data,
+                    np.full(2, 1.01 ** n), rtol=1e-9, against="1.01 ** n")
 
 
 def _chain_costs(layers: list, x: Any, y: Any) -> tuple[list[int], list[int], int]:
@@ -827,6 +848,11 @@ def check_plan_peak(ns: dict) -> None:
                 measured = _peak(lambda: cross_entropy(run_chain(layers, X, plan), y).backward())
                 check_equal(f"plan_peak(costs, {plan})[0] for a chain of sizes {sizes} in {np.dtype(dtype).name}, "
                             f"against the meter", plan_peak(costs, plan)[0], measured)
+        for n in range(0, 5):                                  # nothing saved anywhere: the peak is 0
+            for plan in _all_plans(n):
+                check_equal(f"plan_peak(ChainCosts(act={[0] * n}, inp={[0] * n}, tail=0), {list(plan)}) (zero costs)",
+                            plan_peak(ChainCosts((0,) * n, (0,) * n, 0), list(plan)),
+                            (0, sum(t - s for s, t in plan)))
         act, inp = [7, 3, 9], [2, 2, 2]
         plan_peak(ChainCosts(act, inp, 4), [(0, 2)])
         check_equal("the lists of ChainCosts([7, 3, 9], [2, 2, 2], 4) after plan_peak(costs, [(0, 2)]) (they must "

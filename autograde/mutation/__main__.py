@@ -27,8 +27,7 @@ def main(argv: list[str]) -> int:
             for m in mutation.generate(chapter):
                 print(f"{chapter} {m.id} line {m.line}: {m.before}  ->  {m.after}")
         return 0
-    report = json.loads(mutation.REPORT.read_text()) if mutation.REPORT.exists() else {"chapters": {}}
-    survivors = json.loads(mutation.SURVIVORS.read_text()) if mutation.SURVIVORS.exists() else {}
+    report: dict = {"chapters": {}}
     for chapter in chapters:
         t0 = time.perf_counter()
         row, left = mutation.measure_chapter(chapter)
@@ -38,6 +37,9 @@ def main(argv: list[str]) -> int:
                 print(f"  survived {m['cell']} {m['operator'].split('/', 1)[1]} line {m['line']}: {m['before']}  ->  "
                       f"{m['after']}")
             continue
+        # read again before writing: another run (another chapter) may have written its rows meanwhile
+        report = json.loads(mutation.REPORT.read_text()) if mutation.REPORT.exists() else {"chapters": {}}
+        survivors = json.loads(mutation.SURVIVORS.read_text()) if mutation.SURVIVORS.exists() else {}
         report["chapters"][chapter] = row
         survivors[chapter] = left
         print(f"{chapter}: {row['generated']} generated, {row['killed']} killed, {row['equivalent']} equivalent, "
