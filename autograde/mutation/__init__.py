@@ -26,7 +26,7 @@ Files (written by `make mutation`, committed):
 - survivors.json: each chapter's surviving mutants (cell, operator, the line before and after);
 - equivalent.json: the mutants judged equivalent, each with its reason (written by hand).
 
-Usage: python -m autograde.mutation [--list] [CHAPTER ...]
+Usage: python -m autograde.mutation [--list | --dry] [CHAPTER ...]   (make mutation [CHAPTER=...])
 """
 from __future__ import annotations
 
