@@ -26,7 +26,8 @@ c.CourseDirectory.course_id = "autograd-course"
 # needed from source/ either.
 c.CourseDirectory.ignore = ["*"]
 
-# Per-cell wall-clock limit (seconds); a cell past it is interrupted and scores 0.
+# Per-cell limit, in seconds of CPU time of the kernel's whole sandbox (SandboxedExecute counts it; the wall
+# clock is a backstop, LIMITS.wall_factor times it); a cell past it is interrupted and scores 0.
 c.Execute.timeout = LIMITS.cell_seconds
 c.Execute.startup_timeout = 120
 c.Execute.interrupt_on_timeout = True
@@ -49,7 +50,7 @@ c.OverwriteCells.add_missing_cells = True
 # sandbox with its own user, mount, PID, IPC and network namespaces that sees the system,
 # interpreter, venv and course read-only and only its own fresh folder writable (nobody's uid
 # when grading as root), with memory / file size / process / CPU limits. The whole notebook has a
-# wall-clock budget, each cell's output is capped, a crash restarts the kernel and
+# CPU-time budget, each cell's output is capped, a crash restarts the kernel and
 # grading goes on. Tampering and forbidden code (torch, this chapter's reference
 # engine, patched helpers) are recorded as incidents in the autograded notebook's
 # metadata; forbidden code costs the exercise it belongs to (ApplyIncidents).
@@ -61,6 +62,7 @@ c.SandboxKernelManager.file_size_limit = LIMITS.file_bytes
 c.SandboxKernelManager.process_limit = LIMITS.processes       # processes and threads of one kernel
 c.SandboxKernelManager.cpu_limit = LIMITS.cpu_seconds
 c.SandboxKernelManager.tmpfs_size = LIMITS.tmpfs_bytes
+c.SandboxKernelManager.disk_size = LIMITS.disk_bytes           # the working folder: a tmpfs, not the host's disk
 
 c.Autograde.sanitize_preprocessors = [
     DetectTampering,  # first: sees the submission exactly as handed in

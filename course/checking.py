@@ -283,7 +283,14 @@ def is_stub(answer: Any) -> bool:
 
 
 def _graded_now() -> tuple[str, ...]:
-    """The names graded by the test cell now running under the grader (its harness says), else ()."""
+    """The names graded by the test cell now running under the grader (its harness says), else ().
+
+    Under the grading command the harness is private to the kernel and answers an audit event (a notebook cannot
+    change its answer); the in-process checks of the course's own tests import it as a module."""
+    box: list = []
+    sys.audit("autograde.graded_now", box)
+    if box:
+        return tuple(box[0])
     harness = sys.modules.get("autograde.hidden.harness")
     state = getattr(harness, "_STATE", None)
     return tuple(state.get("own", ())) if isinstance(state, dict) else ()

@@ -17,6 +17,7 @@ import argparse
 import sys
 import zipfile
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from nbformat import NotebookNode
@@ -348,11 +349,14 @@ def attacks(chapter: str, targets: tuple[str, ...] = (), port: int = 0) -> list[
         Attack("history_printed", "the last cell prints IPython's input history (In), where the hidden tests ran",
                _scratch(filled, "print('\\n'.join(In))\nprint(len(_ih))"), frozenset(), (),
                must_not_print=("### BEGIN HIDDEN", "torch.autograd.grad(")),
-        Attack("stack_snooper", f"{fn} reads the source of the test cell that calls it (frames, linecache) and "
-                                "prints it, then answers correctly",
-               _append(filled, answer, STACK_SNOOP.replace("FN", fn)), frozenset(), (),
+        Attack("stack_snooper", f"{fn} reads the frames of the test cell that calls it (inspect.currentframe) "
+                                "to print its source: the grader refuses a frame to graded code while its checks "
+                                "run, so the function raises and its tests lose",
+               _append(filled, answer, STACK_SNOOP.replace("FN", fn)), t1, ("hook",),
                must_not_print=("torch.autograd.grad(",)),
         *escapes(chapter, filled, answer, targets, port),
+        *judge_attacks(chapter, release, filled, blank_first, answer, fn, t1, other),
+        *resource_attacks(chapter, filled, answer),
         *bad_inputs(chapter, filled),
     ]
 
@@ -360,9 +364,13 @@ def attacks(chapter: str, targets: tuple[str, ...] = (), port: int = 0) -> list[
 # -- containment and bad input (issue 11, items 1, 2 and 6) ------------------------------------------------
 SANDBOX = ("print_hidden_tests", "pth_in_venv", "rewrite_checking", "leave_session", "network", "later_reference",
            "reference_by_path",
-           "read_gradebook", "fork_bomb")
+           "read_gradebook", "fork_bomb", "cpu_hog", "disk_filler")
 """The attacks whose outcome depends on the sandbox (what the kernel sees, its uid, its process cap): the tests
 grade them a second time as an unprivileged user."""
+JUDGE = ("stack_snooper", "torch_in_thread", "torch_below_the_guard", "torch_mode_popped", "harness_patched",
+         "channel_forged", "oracle_patched", "hidden_imported", "hidden_printed", "honest_tools_in_graded_code",
+         "reference_stolen", "honest_ufunc_attribute")
+"""The judge the student's code cannot reach (issue 31): graded a second time as an unprivileged user too."""
 
 # Each escape is the perfect notebook with code appended to its first answer cell: it must keep full marks,
 # print that it was contained, and leave nothing behind (the tests hash the course package, the virtual
@@ -405,12 +413,16 @@ except OSError as exc:
 LEAVE_SESSION = """
 import os, subprocess
 subprocess.Popen(["autograde-escaped-setsid", "1000"], executable="/bin/sleep", start_new_session=True)
-if os.fork() == 0:  # double fork: the grandchild is nobody's child and in a session of its own
+middle = os.fork()
+if middle == 0:  # double fork: the grandchild is nobody's child and in a session of its own
     os.setsid()
     if os.fork() == 0:
         os.execv("/bin/sleep", ["autograde-escaped-fork", "1000"])
     os._exit(0)
-os.wait()
+try:
+    os.waitpid(middle, 0)  # not os.wait(): where SIGCHLD is ignored, it waits for every child, the setsid one too
+except ChildProcessError:  # reaped already (SIGCHLD ignored)
+    pass
 print("left two processes behind")
 """
 
@@ -464,6 +476,306 @@ def escapes(chapter: str, filled: NotebookNode, answer: str, targets: tuple[str,
                           _append(filled, answer, LATER_REFERENCE.replace("LATER", after[0])), frozenset(), ("files",),
                           must_print=((answer, "CONTAINED"),), must_not_print=("LATER REFERENCE",)))
     return out
+
+
+# -- the judge the student's code cannot reach (issue 31, items 1-7) ----------------------------------------
+TORCH_IN_THREAD = """
+import importlib, threading
+from concurrent.futures import ThreadPoolExecutor
+_pool = ThreadPoolExecutor(1)  # started at definition time, outside any test
+_mine_FN = FN
+def FN(*args, **kwargs):
+    backend = importlib.import_module("to" + "rch")
+    box = []
+    worker = threading.Thread(target=lambda: box.append(float(backend.ones(2).sum())))
+    worker.start()
+    worker.join()
+    _pool.submit(lambda: float(backend.ones(2).sum())).result()
+    return _mine_FN(*args, **kwargs)
+"""
+
+TORCH_BELOW_THE_GUARD = """
+import importlib
+_mine_FN = FN
+def FN(*args, **kwargs):
+    backend = importlib.import_module("to" + "rch")
+    with backend._C.DisableTorchFunction():  # the torch-function modes off
+        float(backend.ones(2).sum())
+    return _mine_FN(*args, **kwargs)
+"""
+
+TORCH_MODE_POPPED = """
+import importlib
+_mine_FN = FN
+def FN(*args, **kwargs):
+    backend = importlib.import_module("to" + "rch")
+    from torch.utils._python_dispatch import _disable_current_modes
+    while backend._C._len_torch_function_stack():
+        backend._C._pop_torch_function_stack()
+    with _disable_current_modes():
+        float(backend.ones(2).sum())
+    return _mine_FN(*args, **kwargs)
+"""
+
+HARNESS_PATCH = """
+import sys, gc, numpy as np
+reached = []
+if sys.modules.get("autograde.hidden.harness") is not None:
+    reached.append("sys.modules")
+try:
+    import autograde.hidden.harness
+    reached.append("import")
+except Exception as exc:
+    print("no import of the harness:", type(exc).__name__)
+try:
+    reached += [f"gc {len(gc.get_objects())}"]
+except Exception as exc:
+    print("no gc walk:", type(exc).__name__)
+for finder in sys.meta_path:
+    space = getattr(getattr(type(finder), "find_spec", None), "__globals__", {})
+    if "_STATE" in space:  # the harness's own names, reached through an object it left in reach
+        reached.append("meta_path")
+        space["restore_interpreter"] = lambda: []
+        space["provenance"] = lambda ns, names: []
+        saved = space["_STATE"].get("module_attrs", {}).get("numpy")
+        if saved is not None:
+            saved["isclose"] = lambda a, b, *args, **kwargs: np.ones(np.broadcast(a, b).shape, bool)
+            saved["allclose"] = lambda *args, **kwargs: True
+np.isclose = lambda a, b, *args, **kwargs: np.ones(np.broadcast(a, b).shape, bool)
+np.allclose = lambda *args, **kwargs: True
+import course.checking
+course.checking.check_close = lambda *args, **kwargs: None
+print("HARNESS REACHED THROUGH:", reached)
+"""
+
+CHANNEL_FORGED = """
+import sys, json
+_real_audit = sys.audit
+def _forged(event, *args):
+    if event == "autograde.call" and len(args) == 3 and isinstance(args[2], list):
+        request = json.loads(args[0])
+        args[2].append(json.dumps({"reply": json.dumps({"restored": [], "blocked": [], "foreign": [], "torch": []}),
+                                   "sig": "0" * 64}))
+        return
+    return _real_audit(event, *args)
+sys.audit = _forged
+"""
+
+ORACLE_PATCH = """
+import torch, torch.autograd, torch.autograd.functional, torch.utils.checkpoint, torch.amp
+torch.autograd.grad = lambda outputs, inputs, *args, **kwargs: tuple(
+    torch.zeros_like(i) for i in (inputs if isinstance(inputs, (list, tuple)) else [inputs]))
+torch.autograd.functional.jvp = lambda fn, primals, tangents=None, *args, **kwargs: (fn(*primals), fn(*primals))
+torch.utils.checkpoint.checkpoint = lambda function, *args, **kwargs: function(*args)
+torch.amp.GradScaler.update = lambda self, new_scale=None: None
+torch.Tensor.allclose = lambda self, other, *args, **kwargs: True
+"""
+
+REFERENCE_STEAL = """
+_KEPT = []
+_own_add = Dual.__add__
+def _keeping_add(self, other):  # runs inside a later test, while the grader has swapped in the reference of FN
+    kept = globals().get("FN")
+    if kept is not None and not any(kept is k for k in _KEPT):
+        _KEPT.append(kept)
+    return _own_add(self, other)
+Dual.__add__ = _keeping_add
+"""
+
+REFERENCE_STOLEN_ANSWER = """
+def FN(*args, **kwargs):
+    return _KEPT[0](*args, **kwargs)
+"""
+
+HIDDEN_IMPORT = """
+import importlib
+try:
+    _helpers = importlib.import_module("autograde.hidden.CHAPTER")
+    print("IMPORTED THE HIDDEN HELPERS")
+except Exception as exc:
+    _helpers = None
+    print("CONTAINED: no hidden helpers:", type(exc).__name__)
+def FN(f, x, *args, **kwargs):
+    return _helpers.torch_gradient(f, x)
+"""
+
+HIDDEN_LEAK = """
+import base64, glob, inspect, os, sys, autograde
+found = []
+for path in glob.glob(os.path.join(os.path.dirname(autograde.__file__), "hidden", "**", "*.py"), recursive=True):
+    found.append(open(path).read())
+for finder in sys.meta_path:
+    for target in (type(finder), getattr(type(finder), "find_spec", None)):
+        try:
+            found.append(inspect.getsource(target))
+        except (OSError, TypeError):
+            pass
+        try:
+            found.append(getattr(type(finder), "__module__", "") + " " + str(inspect.getfile(target)))
+        except (OSError, TypeError):
+            pass
+text = "\n".join(found)
+print(text)
+print(base64.b64encode(text.encode()).decode())
+print("HIDDEN FOUND:", len(found), "pieces" if found else "CONTAINED")
+"""
+
+HONEST_UFUNC_ATTRIBUTE = """
+Dual._finite = np.isfinite          # a ufunc as a class attribute: Python does not bind it to instances
+Dual._checked = staticmethod(np.isfinite)
+_own_mul = Dual.__mul__
+def _checked_mul(self, other):
+    assert bool(np.all(self._finite(np.asarray(1.0)))) and bool(self._checked(1.0))
+    return _own_mul(self, other)
+Dual.__mul__ = _checked_mul
+"""
+
+HONEST_TOOLS_IN_GRADED_CODE = """
+import collections, dataclasses, traceback, typing
+from concurrent.futures import ThreadPoolExecutor
+_mine_FN = FN
+def FN(*args, **kwargs):
+    Pair = collections.namedtuple("Pair", "args kwargs")       # made at call time: reads its caller's module
+    @dataclasses.dataclass
+    class Call:
+        pair: Pair
+    where = traceback.extract_stack(limit=3)                   # what an anomaly mode records
+    with ThreadPoolExecutor(2) as pool:                        # NumPy work in threads of its own
+        pool.submit(lambda: np.ones(3).sum()).result()
+    return _mine_FN(*Call(Pair(args, kwargs)).pair.args, **kwargs)
+"""
+
+HIDDEN_LINES = ("class _HiddenFinder", "def brute_force_format", "def torch_gradient")
+"""Lines of the grader's code (the harness, chapter 6's and chapter 1's helpers) that no output may show, in plain
+text or base64."""
+
+
+def _moved_after(nb: NotebookNode, cells: list[str], anchor: str) -> NotebookNode:
+    """nb with the cells `cells` (grade ids, in order) moved to just after the cell `anchor`."""
+    out = nbk.copy_notebook(nb)
+    moving = [_cell(out, gid) for gid in cells]
+    for cell in moving:
+        out.cells.remove(cell)
+    at = out.cells.index(_cell(out, anchor)) + 1
+    out.cells[at:at] = moving
+    return out
+
+
+def judge_attacks(chapter: str, release: NotebookNode, filled: NotebookNode, blank_first: NotebookNode, answer: str,
+                  fn: str, t1: frozenset[str], other: Any) -> list[Attack]:
+    """The hostile and honest submissions of the judge the student's code cannot reach: torch in every thread and
+    below the torch-function modes, the harness, the references, the oracles and the hidden helpers out of reach,
+    and honest code that must keep full marks."""
+    import base64
+
+    tests = nbk.exercise_tests(release)
+    classes = [(nbk.grade_id(c), n) for i, c in enumerate(release.cells) if nbk.is_solution(c) and tests[i]
+               for n in nbk.defined_names(c.source) if n[:1].isupper()]
+    every = frozenset(nbk.grade_id(c) for c in release.cells if nbk.is_test(c))
+    leaked = tuple(HIDDEN_LINES) + tuple(base64.b64encode(line.encode()).decode()[:16] for line in HIDDEN_LINES)
+    out = [
+        Attack("torch_in_thread", f"{fn} runs torch in a thread it starts and in a thread pool started at definition "
+                                  "time, outside any test", _append(filled, answer, TORCH_IN_THREAD.replace("FN", fn)),
+               t1, ("cheating",)),
+        Attack("torch_below_the_guard", f"{fn} runs torch inside torch._C.DisableTorchFunction()",
+               _append(filled, answer, TORCH_BELOW_THE_GUARD.replace("FN", fn)), t1, ("cheating",)),
+        Attack("torch_mode_popped", f"{fn} pops the torch-function mode stack and leaves the dispatch modes, then "
+                                    "runs torch", _append(filled, answer, TORCH_MODE_POPPED.replace("FN", fn)), t1,
+               ("cheating",)),
+        Attack("harness_patched", f"looks for the grader's harness (sys.modules, import, gc, the import system's "
+                                  f"objects; the import costs {fn}'s exercise), replaces its functions and poisons its saved numpy.isclose, patches "
+                                  f"numpy and course.checking, with mutant {other.name} elsewhere: the mutant still "
+                                  "loses", _append(mut.apply_mutant(filled, other), answer, HARNESS_PATCH),
+               frozenset(other.loses) | t1, ("hook", "cheating")),
+        Attack("channel_forged", "first exercise blank; replaces sys.audit so that the grader's harness calls get "
+                                 "forged all-clear answers: no reply is signed, so no test cell can be trusted",
+               _append(blank_first, answer, CHANNEL_FORGED), every, ("cheating",)),
+        Attack("oracle_patched", f"patches the torch oracles the hidden tests compare against (torch.autograd.grad, "
+                                 f"jvp, checkpoint, GradScaler.update, Tensor.allclose), with mutant {other.name} "
+                                 "elsewhere: they are put back before every test, so the mutant still loses",
+               _append(mut.apply_mutant(filled, other), answer, ORACLE_PATCH), frozenset(other.loses), ("hook",)),
+        Attack("hidden_imported", f"first exercise blank; {fn} imports the hidden-test helpers and answers with "
+                                  "torch's gradient from them", _append(blank_first, answer,
+                                                                        HIDDEN_IMPORT.replace("CHAPTER", chapter)
+                                                                        .replace("FN", fn)),
+               t1, ("cheating",), must_print=((answer, "CONTAINED: no hidden helpers"),),
+               must_not_print=("IMPORTED THE HIDDEN HELPERS",)),
+        Attack("hidden_printed", "a cell of its own reads every hidden helper (files, inspect on the grader's objects "
+                                 "in reach) and prints them, in plain text and base64, into the feedback",
+               _scratch(filled, HIDDEN_LEAK), frozenset(), (), must_not_print=leaked),
+        Attack("honest_tools_in_graded_code", f"an honest {fn} that makes a namedtuple and a dataclass at call time, "
+                                              "records its stack with traceback.extract_stack and uses a thread pool "
+                                              "for NumPy work: full marks, no incident",
+               _append(filled, answer, HONEST_TOOLS_IN_GRADED_CODE.replace("FN", fn)), frozenset(), ()),
+    ]
+    if classes:
+        gid, cls = classes[0]
+        steal_at = next((nbk.grade_id(c) for c in release.cells if nbk.is_test(c) and nbk.grade_id(c) in
+                         {t for i, c2 in enumerate(release.cells) if nbk.grade_id(c2) == gid for t in tests[i]}), None)
+        if cls == "Dual" and steal_at is not None:
+            stolen = _append(_edit(blank_first, answer, lambda cell, _: cell.__setitem__(
+                "source", REFERENCE_STOLEN_ANSWER.replace("FN", fn))), gid, REFERENCE_STEAL.replace("FN", fn))
+            class_tests = [t for i, c2 in enumerate(release.cells) if nbk.grade_id(c2) == gid for t in tests[i]]
+            out.append(Attack(
+                "reference_stolen", f"{fn}'s answer and tests moved after {cls}'s tests; {cls}'s code keeps the "
+                                    f"reference {fn} the grader swaps in while they run, and the answer calls it: "
+                                    f"both reach the reference ({cls}'s later tests too)",
+                _moved_after(stolen, [answer, *sorted(t1)], class_tests[-1]), t1 | frozenset(class_tests[1:]),
+                ("cheating",)))
+            out.append(Attack(
+                "honest_ufunc_attribute", f"an honest {cls} with NumPy ufuncs as class attributes (not bound to "
+                                          "instances by Python): full marks, no incident",
+                _append(filled, gid, HONEST_UFUNC_ATTRIBUTE), frozenset(), ()))
+    return out
+
+
+# -- the machine's resources (issue 31, items 8 and 9) ----------------------------------------------------
+CPU_HOGS = 48
+CPU_HOG = """
+import os, time
+hogs = []
+for _ in range(HOGS):
+    pid = os.fork()
+    if pid == 0:  # a busy process in a session of its own (a scheduling group of its own, where autogroup is on)
+        os.setsid()
+        while True:
+            pass
+    hogs.append(pid)
+print(f"started {len(hogs)} busy processes, each in a session of its own")
+time.sleep(3600)
+""".replace("HOGS", str(CPU_HOGS))
+
+DISK_FILLER = """
+import os
+here = os.getcwd()  # the file system its folder is on: the last mount at or above it
+mounts = [line.split() for line in open("/proc/self/mountinfo")]
+mount = max((m for m in mounts if (here + "/").startswith(m[4].rstrip("/") + "/")), key=lambda m: len(m[4]))
+print("FOLDER ON", mount[mount.index("-") + 1])
+written = 0
+try:
+    for i in range(24):  # 1.5 GiB at most, 64 MiB a file (the largest one file may be)
+        with open(f"fill{i:02d}.bin", "wb") as f:
+            for _ in range(64):
+                f.write(b"\\0" * 2 ** 20)
+                written += 2 ** 20
+    print(f"WROTE ALL {written // 2 ** 20} MiB")
+except OSError as exc:
+    print(f"DISK FULL after {written // 2 ** 20} MiB: {exc.strerror}")
+"""
+
+
+def resource_attacks(chapter: str, filled: NotebookNode, answer: str) -> list[Attack]:
+    """The perfect notebook taking more than its share of the machine: the CPU (it must not cost another student's
+    kernel anything) and the disk (nothing reaches the host's). Each keeps full marks and is reported."""
+    return [
+        Attack("cpu_hog", f"after its definitions starts {CPU_HOGS} busy processes, each in a session of its own, "
+                          "then waits: they spend the cell's CPU time, and only its own",
+               _append(filled, answer, CPU_HOG), frozenset(), ("processes", "timeout"),
+               must_print=((answer, f"started {CPU_HOGS} busy processes"),)),
+        Attack("disk_filler", "after its definitions writes 64 MiB files in its folder until a write fails",
+               _append(filled, answer, DISK_FILLER), frozenset(), ("files",),
+               must_print=((answer, "FOLDER ON tmpfs"), (answer, "DISK FULL after")), must_not_print=("WROTE ALL",)),
+    ]
 
 
 def bad_inputs(chapter: str, filled: NotebookNode) -> list[Attack]:

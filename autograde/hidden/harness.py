@@ -38,10 +38,12 @@ from typing import Any
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, whose attributes can be set
 _MISSING = object()
-GUARDED_MODULES = ("numpy", "numpy.linalg", "numpy.testing", "math", "torch", "torch.autograd", "torch.testing",
-                   "torch.nn.functional")
-"""Modules whose attributes a test may rely on: put back before every test cell if a student changed one
-(course.checking needs no guard: test cells import it afresh)."""
+GUARDED_MODULES = ("numpy", "math", "torch", "functorch", "hypothesis", "sys", "builtins", "importlib",
+                   "inspect", "functools", "operator", "warnings", "contextlib", "types", "gc", "threading", "_thread")
+"""Packages whose modules a test may rely on (torch's and NumPy's oracles: torch.amp.GradScaler,
+torch.utils.checkpoint.checkpoint, numpy.isclose...; the standard library the harness and helpers use): every
+module of them loaded when the kernel starts is remembered, with the classes each defines, and put back
+before every test cell if a student changed one (course.checking needs no guard: test cells import it afresh)."""
 HARMLESS_TORCH = frozenset({"__get__", "__repr__", "__str__", "__format__"})
 """Torch calls graded code may make on tensors a test hands it: reading attributes (grad_fn, shape) and printing."""
 
@@ -175,6 +177,11 @@ def start(blocked: list[str] | tuple[str, ...] = ()) -> str:
         import torch.func  # noqa: F401 - the slowest part of torch to import (torch._dynamo), used by ch01's tests
     except Exception:  # noqa: BLE001 - a course without torch still grades
         pass
+    try:  # the generated inputs of the hidden checks (autograde.hidden.strategies): remembered with torch
+        import hypothesis  # noqa: F401
+    except Exception:  # noqa: BLE001
+        pass
+    _guard_threads()
     shell = _shell()
     _STATE.clear()
     _STATE["folder"] = os.getcwd()
@@ -187,9 +194,57 @@ def start(blocked: list[str] | tuple[str, ...] = ()) -> str:
     _STATE["shell_attrs"] = set(vars(shell))  # an instance attribute added later shadows a method (run_cell...)
     _STATE["shell_class"] = {cls: dict(vars(cls)) for cls in type(shell).__mro__ if cls.__flags__ & _HEAP_TYPE}
     _STATE["modules"] = dict(sys.modules)
-    _STATE["module_attrs"] = {name: dict(vars(sys.modules[name])) for name in GUARDED_MODULES if name in sys.modules}
+    import warnings
+
+    with warnings.catch_warnings():  # some of torch's module attributes warn when looked at (deprecated names)
+        warnings.simplefilter("ignore")
+        _STATE["module_attrs"] = {name: dict(vars(module)) for name, module in list(sys.modules.items())
+                                  if _guarded_module(name) and isinstance(module, types.ModuleType)}
+        _STATE["classes"] = _library_classes(_STATE["module_attrs"])
     _STATE["trace"] = (sys.gettrace(), sys.getprofile())
     return json.dumps({"started": True})
+
+
+def _guarded_module(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in GUARDED_MODULES)
+
+
+def _library_classes(module_attrs: dict[str, dict]) -> dict[type, dict[str, Any]]:
+    """The classes (made by class statements, so their attributes can be set) that the guarded modules define,
+    with their attributes: torch.Tensor, torch.amp.GradScaler, torch.autograd.Function..."""
+    out: dict[type, dict[str, Any]] = {}
+    for name, attrs in module_attrs.items():
+        for value in attrs.values():
+            if (isinstance(value, type) and value.__flags__ & _HEAP_TYPE and value not in out
+                    and getattr(value, "__module__", None) == name):
+                out[value] = dict(vars(value))
+    return out
+
+
+def _restore_classes(saved: dict[type, dict[str, Any]], cells: set[str]) -> list[str]:
+    """Put back every attribute of a library class that was changed or deleted, and take away one the notebook
+    added (a library may add its own: those stay); name those the notebook's code made."""
+    changed: list[str] = []
+    for cls, attrs in saved.items():
+        current = vars(cls)
+        if len(current) == len(attrs) and all(current.get(k, _MISSING) is v for k, v in attrs.items()):
+            continue
+        for attr in [a for a in current if a not in attrs and _from_notebook(current[a], cells)]:
+            try:
+                delattr(cls, attr)
+                changed.append(f"{cls.__module__}.{cls.__qualname__}.{attr}")
+            except (AttributeError, TypeError):
+                pass
+        for attr, value in attrs.items():
+            now = current.get(attr, _MISSING)
+            if now is not value:
+                if now is _MISSING or _from_notebook(now, cells):
+                    changed.append(f"{cls.__module__}.{cls.__qualname__}.{attr}")
+                try:
+                    setattr(cls, attr, value)
+                except (AttributeError, TypeError):
+                    pass
+    return changed
 
 
 def _restore_dict(current: dict, saved: dict, drop_new: bool = True) -> list[str]:
@@ -273,11 +328,19 @@ def restore_interpreter() -> list[str]:
         # libraries wrap some functions once loaded (torch._dynamo wraps torch.manual_seed): every change is undone,
         # but only one made with the notebook's own code, or with a builtin like print, is reported
         current = vars(module)
+        if len(current) == len(saved) and all(current.get(n, _MISSING) is v for n, v in saved.items()):
+            continue
         suspicious = [n for n, v in saved.items() if current.get(n, _MISSING) is not v
                       and (_from_notebook(current.get(n), cells) or isinstance(current.get(n), types.BuiltinFunctionType)
                            and getattr(current.get(n), "__module__", "") == "builtins")]
+        added = [n for n in current if n not in saved and _from_notebook(current[n], cells)]
+        for n in added:
+            del current[n]
+        if name == "builtins":
+            continue  # restored above, new names dropped too
         _restore_dict(current, saved, drop_new=False)
-        changed += [f"{name}.{n}" for n in suspicious[:3]]
+        changed += [f"{name}.{n}" for n in (suspicious + added)[:3]]
+    changed += _restore_classes(_STATE.get("classes", {}), cells)[:3]
     checking = sys.modules.pop("course.checking", None)  # the test cell imports its helpers afresh
     if checking is not None:
         changed += [f"course.checking.{n}" for n, v in vars(checking).items() if _from_notebook(v, cells)]
@@ -399,7 +462,7 @@ def _swap_in(ns: dict[str, Any], references: list[str]) -> Snapshot:
     for code in references:
         before = dict(ns)
         try:
-            exec(compile(code, "<reference of another exercise>", "exec"), ns)  # noqa: S102 - the course's own code
+            exec(compile(code, REFERENCE_MARK, "exec"), ns)  # noqa: S102 - the course's own code
         except Exception:  # noqa: BLE001 - a reference that cannot run here leaves the student's code in place
             pass
         for name, value in list(ns.items()):
@@ -445,9 +508,20 @@ def _forbidden_module(module: Any) -> bool:
     return isinstance(module, str) and any(module == p or module.startswith(p + ".") for p in FORBIDDEN_PACKAGES)
 
 
+REFERENCE_MARK = "<autograde reference of another exercise>"
+"""The file name of the reference code the harness runs for the other exercises (isolation), and HIDDEN_MARK the
+prefix of the hidden helpers' when the grader loads them: both start with MARK, which no file a student's code
+can come from starts with (cells are files of IPython's, code made by exec is the student's own choice: a
+student who takes the mark only makes their own code foreign)."""
+MARK = "<autograde "
+HIDDEN_MARK = "<autograde hidden: "
+
+
 def _forbidden_file(filename: str) -> bool:
     import os
 
+    if filename and filename.startswith(MARK):
+        return True   # the reference of another exercise, kept past its test, or a hidden helper's code
     if not filename or filename.startswith("<"):
         return False  # a cell, or code generated at run time (dataclasses, namedtuple, exec in a cell)
     return os.path.realpath(filename).startswith(_forbidden_folders())
@@ -465,6 +539,7 @@ def _foreign_origins(value: Any, seen: set[int] | None = None, depth: int = 0) -
         return [f"code from {value.co_filename}"] if _forbidden_file(value.co_filename) else []
     if isinstance(value, types.FunctionType):
         found += _foreign_origins(value.__code__, seen, depth + 1)
+        found += _reached(value, seen, depth)
     elif isinstance(value, type):
         if not value.__flags__ & _HEAP_TYPE:
             module = getattr(value, "__module__", None)
@@ -503,6 +578,53 @@ def _foreign_origins(value: Any, seen: set[int] | None = None, depth: int = 0) -
     return found
 
 
+def _names_of(code: types.CodeType) -> set[str]:
+    """The global names a function's code (and the code nested in it) looks up (LOAD_GLOBAL, LOAD_NAME: not the
+    attribute names co_names also holds)."""
+    import dis
+
+    out = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _names_of(const)
+    return {n for n in out if isinstance(n, str)}
+
+
+def _marked(value: Any) -> bool:
+    code = getattr(value, "__code__", None) if isinstance(value, types.FunctionType) else None
+    return isinstance(code, types.CodeType) and code.co_filename.startswith(MARK)
+
+
+def _reached(func: types.FunctionType, seen: set[int], depth: int) -> list[str]:
+    """What a graded function reaches besides its own code: the values of its closure, its defaults, and the
+    globals it names (a function, class or callable there, and the functions one level inside a list, tuple,
+    dict or set there): a reference object kept from another exercise's test and called from a student's
+    function is found this way. Modules and other data are not followed."""
+    found: list[str] = []
+    values: list[Any] = []
+    for cell in func.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    values += list(func.__defaults__ or ()) + list((func.__kwdefaults__ or {}).values())
+    module_globals = func.__globals__
+    for name in _names_of(func.__code__):
+        if name in module_globals:
+            values.append(module_globals[name])
+    for value in values:
+        if isinstance(value, types.ModuleType):
+            continue
+        if type(value) in (list, tuple, set, frozenset, dict):
+            items = list(value.values()) if type(value) is dict else list(value)
+            found += [f"a kept reference ({getattr(v, '__qualname__', '?')})" for v in items[:1000] if _marked(v)]
+            continue
+        if isinstance(value, (types.FunctionType, type)) or callable(value):
+            # only the marks count here: a student's function may well name torch or an earlier chapter's engine
+            found += [f for f in _foreign_origins(value, seen, depth + 1) if MARK in f]
+    return found
+
+
 def provenance(ns: dict[str, Any], names: list[str]) -> list[str]:
     """The graded names whose code is torch's, the reference engine's or the grader's, with where it came from."""
     bad = []
@@ -520,23 +642,162 @@ def provenance(ns: dict[str, Any], names: list[str]) -> list[str]:
 _TRIPS: list[str] = []
 
 
+_LOCAL = None  # threading.local(): how deep the current thread is in graded calls (made by start)
+_WATCHED_DISABLERS = ("_pop_torch_dispatch_stack", "_pop_torch_function_stack", "_DisableTorchDispatch",
+                      "_unset_dispatch_mode", "_set_dispatch_mode", "_ExcludeDispatchKeyGuard",
+                      "_ForceDispatchKeyGuard", "_dispatch_tls_set_dispatch_key_excluded",
+                      "_dispatch_tls_set_dispatch_key_included", "_DisablePythonDispatcher",
+                      "_disable_current_modes", "_pop_mode_temporarily", "_pop_mode")
+"""torch's ways to run an operator below the guard's dispatch mode (torch._C and torch.utils._python_dispatch,
+torch.overrides): called from graded code, each is itself a torch call the guard stops."""
+
+
+def _depth() -> int:
+    return getattr(_LOCAL, "depth", 0) if _LOCAL is not None else 0
+
+
 def _guard():
-    """A context in which any torch operation raises AutograderIntegrityError (reading attributes is allowed)."""
+    """A context in which any torch operation raises AutograderIntegrityError (reading attributes is allowed).
+
+    Two modes: a torch-function mode (torch's Python API, tensor methods) and a dispatch mode (every ATen operator
+    however it was reached). Switching the function modes off (torch._C.DisableTorchFunction, popping the mode
+    stack) leaves the dispatch mode, which then stops the operator; the ways to get below the dispatch mode are
+    watched (_WATCHED_DISABLERS). Threads that graded code starts run in the same guard (_guard_threads)."""
     try:
         from torch.overrides import TorchFunctionMode
+        from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
     except Exception:  # noqa: BLE001 - no torch: nothing to guard
         return None
+
+    def trip(name: str) -> None:
+        _TRIPS.append(name)
+        raise AutograderIntegrityError(
+            f"graded code called torch ({name}): your answer must use NumPy; the tests use torch to check it")
 
     class NoTorch(TorchFunctionMode):
         def __torch_function__(self, func, types_, args=(), kwargs=None):
             name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
             if name.split(".")[-1] in HARMLESS_TORCH:
-                return func(*args, **(kwargs or {}))
-            _TRIPS.append(name)
-            raise AutograderIntegrityError(
-                f"graded code called torch ({name}): your answer must use NumPy; the tests use torch to check it")
+                with _disable_current_modes():  # printing a tensor runs operators of torch's own
+                    return func(*args, **(kwargs or {}))
+            trip(name)
 
-    return NoTorch
+    class NoTorchOps(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
+            trip(str(func))
+
+    class Guard:
+        def __enter__(self):
+            self.modes = (NoTorch(), NoTorchOps())
+            for mode in self.modes:
+                mode.__enter__()
+            if _LOCAL is not None:
+                _LOCAL.depth = _depth() + 1
+            return self
+
+        def __exit__(self, *exc):
+            if _LOCAL is not None:
+                _LOCAL.depth = max(0, _depth() - 1)
+            for mode in reversed(self.modes):
+                try:
+                    mode.__exit__(*exc)
+                except Exception:  # noqa: BLE001 - graded code popped it: reported below
+                    _TRIPS.append("graded code took the grader's torch guard off the mode stack")
+            return False
+
+    return Guard
+
+
+def _guard_threads() -> None:
+    """Threads that graded code starts (threading, concurrent.futures, _thread) run their function in the torch
+    guard too: torch in a worker thread is torch in graded code. Installed once, before any student code, in
+    every module that holds the thread starter; and the torch calls that get below the guard's dispatch mode
+    are wrapped so that graded code calling them trips the guard."""
+    global _LOCAL
+    import _thread
+    import threading
+
+    if _LOCAL is not None:
+        return
+    _LOCAL = threading.local()
+    original = _thread.start_new_thread
+
+    def start_new_thread(function, args, kwargs=None):
+        if _depth() and _STATE.get("guard") is not None:
+            inner, guard = function, _STATE["guard"]
+
+            def function(*a, **k):
+                with guard():
+                    return inner(*a, **k)
+        return original(function, args, {} if kwargs is None else kwargs)
+
+    for module, name in ((_thread, "start_new_thread"), (_thread, "start_new"), (threading, "_start_new_thread")):
+        if getattr(module, name, None) is original:
+            setattr(module, name, start_new_thread)
+    try:
+        import torch
+        import torch.overrides
+        import torch.utils._python_dispatch as python_dispatch
+    except Exception:  # noqa: BLE001
+        return
+    for module in (torch._C, python_dispatch, torch.overrides):
+        for name in _WATCHED_DISABLERS:
+            target = vars(module).get(name)
+            if target is not None and not getattr(target, "_autograde_watched", False):
+                setattr(module, name, _watched(target, name))
+
+
+@functools.lru_cache(maxsize=None)
+def _library_folders() -> tuple[str, ...]:
+    """Where library code lives: the interpreter's standard library and site-packages, and the course package."""
+    import importlib.util
+
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    try:
+        spec = importlib.util.find_spec("course")  # found, not imported: the course package's folder
+    except (ImportError, ValueError):
+        spec = None
+    folders |= set(spec.submodule_search_locations or []) if spec is not None else set()
+    out = set()
+    for folder in folders:
+        out |= {folder.rstrip(os.sep) + os.sep, os.path.realpath(folder).rstrip(os.sep) + os.sep}
+    return tuple(sorted(out))
+
+
+_KIND_OF_FILE: dict[str, str] = {}
+
+
+def _kind(filename: str) -> str:
+    """'judge' (the harness, the hidden helpers, the test cell now running), 'library' or 'student' (a cell, code
+    made by exec, anything else)."""
+    if filename.startswith(MARK) or filename == _STATE.get("test_file") or filename == __file__:
+        return "judge"
+    kind = _KIND_OF_FILE.get(filename)
+    if kind is None:
+        if filename.startswith("<frozen "):
+            kind = "library"
+        elif filename.startswith("<"):
+            kind = "student"
+        else:
+            kind = "library" if os.path.realpath(filename).startswith(_library_folders()) else "student"
+        if len(_KIND_OF_FILE) < 100_000:
+            _KIND_OF_FILE[filename] = kind
+    return kind
+
+
+def _watched(target: Any, name: str) -> Any:
+    """target, which raises when graded code calls it itself (depth > 0 in this thread, the caller a student's
+    file): a way around the guard's dispatch mode. torch's own calls (the guard's modes entering and leaving) pass."""
+    def call(*args, **kwargs):
+        if _depth() and _kind(sys._getframe(1).f_code.co_filename) == "student":
+            _TRIPS.append(f"torch.{name}")
+            raise AutograderIntegrityError(f"graded code called torch ({name}, which switches the grader's torch "
+                                           "guard off): your answer must use NumPy")
+        return target(*args, **kwargs)
+
+    call._autograde_watched = True
+    call.__name__ = call.__qualname__ = getattr(target, "__name__", name)
+    return call
 
 
 def _guarded(func: Any, mode: Any) -> Any:
@@ -546,6 +807,24 @@ def _guarded(func: Any, mode: Any) -> Any:
             return func(*args, **kwargs)
 
     return call
+
+
+class _GuardedCallable:
+    """A callable class attribute that Python does not bind to instances (a NumPy ufunc such as np.isfinite, a
+    builtin, functools.partial, a callable object), run in the torch guard. It has no __get__, so
+    `self._finite(g)` still calls np.isfinite(g), exactly as without the guard."""
+
+    __slots__ = ("inner", "mode")
+
+    def __init__(self, inner: Any, mode: Any) -> None:
+        self.inner, self.mode = inner, mode
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self.mode():
+            return self.inner(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 class _GuardedDescriptor:
@@ -584,7 +863,7 @@ def _wrap_attr(value: Any, mode: Any) -> Any:
     if hasattr(kind, "__get__") and not (hasattr(kind, "__set__") or hasattr(kind, "__delete__")):
         return _GuardedDescriptor(value, mode)
     if callable(value) and not hasattr(kind, "__get__"):
-        return _guarded(value, mode)
+        return _GuardedCallable(value, mode)  # not a function: like the ufunc or builtin it wraps, it does not bind
     return value
 
 
@@ -659,6 +938,8 @@ def before_test(plan: dict | None = None) -> str:
         snapshot = _swap_in(ns, list(plan["references"]))
         _PENDING.append(snapshot.restore)
     if names and not plan.get("torch"):
+        _STATE["guard"] = _guard()
+        _PENDING.append(lambda: _STATE.pop("guard", None))
         _PENDING.extend(_install_guard(ns, names))
     _PENDING.extend(_hide_next_cell(shell))
     _TRIPS.clear()
@@ -692,6 +973,17 @@ def release_failure() -> bool:
     return held
 
 
+def _hidden_code(value: Any) -> bool:
+    """Whether a value of the notebook's namespace is the hidden helpers' (a function, class or module of theirs)."""
+    if isinstance(value, types.ModuleType):
+        return str(getattr(value, "__name__", "")).startswith(HIDDEN_PACKAGE)
+    if isinstance(value, type):
+        return str(getattr(value, "__module__", "")).startswith(HIDDEN_PACKAGE)
+    target = value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
+    code = getattr(target, "__code__", None) if isinstance(target, types.FunctionType) else None
+    return isinstance(code, types.CodeType) and code.co_filename.startswith(HIDDEN_MARK)
+
+
 def after_test() -> str:
     """Undo what before_test did; free what a failed cell left alive; report the torch calls the guard stopped."""
     while _PENDING:
@@ -699,7 +991,316 @@ def after_test() -> str:
             _PENDING.pop()()
         except Exception:  # noqa: BLE001 - undo as much as possible
             pass
+    shell = _shell()
+    ns = getattr(shell, "user_ns", None) if shell is not None else None
+    if isinstance(ns, dict):  # what the test cell imported from the hidden helpers leaves the notebook with it
+        for name in [n for n, v in list(ns.items()) if _hidden_code(v)]:
+            del ns[name]
     release_failure()
     trips = sorted(set(_TRIPS))
     _TRIPS.clear()
     return json.dumps({"torch": trips})
+
+
+# -- the private harness: loaded by the grader before any student code, reached only through its channel ------
+# Under the grader (autograde.grader.steps.contained_execute), the kernel has no file of autograde/hidden: the
+# grader sends this module's source and the hidden helpers' (autograde.grader.harness_link), this module is
+# made outside sys.modules, and install() adds one audit hook, the channel, which
+# - runs the grader's calls (start, before_test, after_test, file_writes), each request signed by the grader
+#   with a key only the grader and the channel's closure hold, each reply signed back, so that a notebook that
+#   replaces sys.audit or __import__ cannot fake a call or its answer (the grader sees a missing or wrong
+#   signature);
+# - before each call puts back every name of this module and every snapshot start() took, from copies only the
+#   channel holds, so a patched harness function or a poisoned snapshot lasts until the next call at most;
+# - serves the hidden helpers to the test cell now running (and to each other), never to a student's cell; they
+#   leave sys.modules after each test cell, and their source is nowhere in the kernel (no file, no linecache);
+# - refuses, to a student's code, the ways in-process code could reach the channel's closure or the checks'
+#   frames: gc's object walks, ctypes' memory and calls, audit hooks of its own, code objects built by hand or
+#   code compiled under the grader's file names, and (while a test cell runs) frames and new processes.
+# What stays possible, and is said in the README: code that a test cell itself calls runs inside the check and
+# can change, until the next call, what the objects the check hands it reach (the globals of a helper's
+# function passed as an argument, say).
+HIDDEN_PACKAGE = "autograde.hidden"
+CHANNEL_EVENTS = ("autograde.call", "autograde.graded_now")
+_HIDDEN_CODES: dict[str, Any] = {}
+_START_KEYS = ("builtins", "lists", "values", "shell_attrs", "shell_class", "modules", "module_attrs", "classes",
+               "trace", "folder")
+_ALWAYS_REFUSED = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.addaudithook", "code.__new__",
+                   "ctypes.call_function", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at",
+                   "ctypes.wstring_at", "ctypes.addressof")
+_REFUSED_IN_TESTS = ("sys._getframe", "sys._current_frames", "os.fork", "os.forkpty", "subprocess.Popen",
+                     "os.posix_spawn", "os.spawn", "os.system", "os.exec", "pty.spawn")
+_FRAME_ATTRS = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")
+_FRAME_HELPERS = {"collections": None, "enum": None, "typing": None, "dataclasses": None, "logging": None,
+                  "warnings": None, "abc": None,
+                  "traceback": ("extract_stack", "format_stack", "print_stack", "format_exc", "print_exc",
+                                "format_exception", "print_exception", "extract_tb", "format_tb", "print_tb")}
+"""Standard-library code that looks at frames on behalf of its caller and hands back no frame: a student's code
+may use it while a test runs (namedtuple, dataclasses and typing read their caller's module name; traceback's
+summaries are what an anomaly mode records)."""
+
+
+class _HiddenFinder:
+    """Serves autograde.hidden and its modules from the code the grader sent, to the test cell now running and to
+    the hidden modules themselves; to anything else, a module that raises (reported like a reference import)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != HIDDEN_PACKAGE and not name.startswith(HIDDEN_PACKAGE + "."):
+            return None
+        import importlib.util
+
+        frame = sys._getframe(1)
+        while frame is not None and _kind(frame.f_code.co_filename) == "library":  # importlib's own frames
+            frame = frame.f_back
+        kind = _kind(frame.f_code.co_filename) if frame is not None else "library"
+        if kind != "judge":
+            _BLOCKED_IMPORTS.append((name, int(getattr(_shell(), "execution_count", 1) or 1) - 1))
+            return importlib.util.spec_from_loader(name, _HiddenRefusal())
+        if name not in _HIDDEN_CODES:
+            return None
+        return importlib.util.spec_from_loader(name, self, is_package=name == HIDDEN_PACKAGE)
+
+    def create_module(self, spec: Any) -> Any:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        module.__file__ = f"{HIDDEN_MARK}{module.__name__}>"
+        exec(_HIDDEN_CODES[module.__name__], vars(module))  # noqa: S102 - the grader's own code
+
+
+class _HiddenRefusal:
+    def create_module(self, spec: Any) -> Any:
+        module = types.ModuleType(spec.name)
+
+        def missing(attr: str) -> Any:
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            raise AutograderIntegrityError(f"{spec.name} is the grader's hidden tests: graded notebooks cannot "
+                                           "import it")
+
+        module.__getattr__ = missing
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        pass
+
+
+def _forget_hidden_modules() -> None:
+    """The hidden helpers leave sys.modules after each test cell: the next test cell imports them afresh."""
+    for name in [m for m in sys.modules if m == HIDDEN_PACKAGE or m.startswith(HIDDEN_PACKAGE + ".")]:
+        del sys.modules[name]
+
+
+_DEEP_STATE = ("lists", "shell_class", "module_attrs", "classes")
+
+
+def _copy_state(key: str, value: Any) -> Any:
+    """A copy of a start() snapshot: two levels deep for the dicts of lists and dicts (module attributes, class
+    attributes, hook lists), one level for the rest (whose values are the very objects to put back)."""
+    if key in _DEEP_STATE:
+        return {k: (dict(v) if type(v) is dict else list(v)) for k, v in value.items()}
+    if isinstance(value, (dict, list, set)):
+        return type(value)(value)
+    return value
+
+
+def install(codes: dict[str, Any], key: str) -> None:
+    """The grader's boot code calls this once, in a fresh kernel, before any student code: see the section's
+    comment. codes: the hidden modules, compiled under HIDDEN_MARK names; key: the grader's signing key."""
+    import hashlib
+    import hmac
+    import threading
+
+    _HIDDEN_CODES.clear()
+    _HIDDEN_CODES.update(codes)
+    sys.meta_path.insert(0, _HiddenFinder())
+    module_globals = globals()
+    secret = key.encode()
+    calls = {"start": start, "before_test": before_test, "after_test": after_test, "file_writes": file_writes}
+    ring: dict[str, Any] = {"window": False, "test_file": None, "own": (), "count": -1, "saved": {},
+                            "pristine": dict(module_globals), "refused": []}
+    busy: set[int] = set()
+    getframe, get_ident, realpath = sys._getframe, threading.get_ident, os.path.realpath
+    digest, compare, dumps, loads = hmac.new, hmac.compare_digest, json.dumps, json.loads
+    library = _library_folders()
+    kinds: dict[str, str] = {}
+
+    def sign(text: str) -> str:
+        return digest(secret, text.encode(), hashlib.sha256).hexdigest()
+
+    def kind_of(filename: str) -> str:
+        if filename.startswith(MARK) or filename == ring["test_file"]:
+            return "judge"
+        kind = kinds.get(filename)
+        if kind is None:
+            if filename.startswith("<frozen "):
+                kind = "library"
+            elif filename.startswith("<"):
+                kind = "student"
+            else:
+                kind = "library" if realpath(filename).startswith(library) else "student"
+            if len(kinds) < 100_000:
+                kinds[filename] = kind
+        return kind
+
+    def initiator(frame: Any) -> tuple[str, Any]:
+        """('student' | 'judge' | 'library', the frames passed on the way): the first code outward from frame that
+        is not a library's decides who asked."""
+        passed = []
+        while frame is not None:
+            code = frame.f_code
+            kind = kind_of(code.co_filename)
+            if kind != "library":
+                passed.append(code)
+                return kind, passed
+            passed.append(code)
+            frame = frame.f_back
+        return "library", passed
+
+    torch_folder = next((f for f in _forbidden_folders() if f.rstrip(os.sep).endswith(os.sep + "torch")), None)
+
+    def helped(passed: list) -> bool:
+        for code in passed:
+            if torch_folder and realpath(code.co_filename).startswith(torch_folder):
+                return True  # torch's own look at frames (its dispatch machinery): torch in graded code trips anyway
+            base = os.path.basename(code.co_filename)
+            folder = os.path.basename(os.path.dirname(code.co_filename))
+            module = folder if base == "__init__.py" else base[:-3] if base.endswith(".py") else base
+            if module in _FRAME_HELPERS:
+                allowed = _FRAME_HELPERS[module]
+                if allowed is None or code.co_name in allowed:
+                    return True
+        return False
+
+    def refuse(event: str, why: str) -> None:
+        if len(ring["refused"]) < 50:
+            ring["refused"].append(f"{event} ({why})")
+        raise AutograderIntegrityError(f"{event}: {why}")
+
+    def fortress(event: str, args: tuple, frame: Any) -> None:
+        if event == "marshal.loads":
+            if kind_of(frame.f_code.co_filename) == "student":
+                refuse(event, "graded notebooks cannot load code objects")
+            return
+        if event == "compile":
+            filename = args[1] if len(args) > 1 else None
+            if isinstance(filename, bytes):
+                filename = os.fsdecode(filename)
+            if not (isinstance(filename, str) and (filename.startswith(MARK) or filename == ring["test_file"])):
+                return
+            direct = kind_of(frame.f_code.co_filename)
+            if filename == ring["test_file"]:  # IPython compiling the test cell: once a test
+                if direct == "library" and not ring.get("compiled"):
+                    ring["compiled"] = True
+                    return
+                refuse(event, "code of the notebook cannot take the test cell's file name")
+            if direct == "student":
+                refuse(event, "code of the notebook cannot take the grader's file names")
+            return
+        if event == "object.__getattr__":
+            if not ring["window"] or len(args) < 2 or args[1] not in _FRAME_ATTRS:
+                return
+        elif event in _REFUSED_IN_TESTS or event.startswith("os.exec") or event.startswith("os.spawn"):
+            if not ring["window"]:
+                return
+        who, passed = initiator(frame)
+        if who != "student":
+            return
+        if event in ("sys._getframe", "object.__getattr__") and helped(passed[:-1]):
+            return
+        what = event if event != "object.__getattr__" else f"the frame of {type(args[0]).__name__}.{args[1]}"
+        refuse(what, ("the grader keeps this from graded notebooks" if event in _ALWAYS_REFUSED else
+                      "not while the grader's checks run") + f", asked by {passed[-1].co_name}()")
+
+    watched = set(_ALWAYS_REFUSED) | set(_REFUSED_IN_TESTS) | {"marshal.loads", "compile", "object.__getattr__"}
+
+    def call(args: tuple) -> None:
+        request, signature, box = args
+        if not (isinstance(request, str) and isinstance(signature, str) and isinstance(box, list)):
+            return
+        if not compare(sign(request), signature):
+            ring["refused"].append("a call to the grader's harness that the grader did not sign")
+            return
+        ask = loads(request)
+        if ask["n"] <= ring["count"]:
+            return  # a replayed request
+        ring["count"] = ask["n"]
+        try:
+            text = answer(ask)
+        except Exception as exc:  # noqa: BLE001 - a failure of the harness itself, signed: not the student's doing
+            text = dumps({"error": f"{type(exc).__name__}: {exc}"[:500]})
+        box.append(dumps({"reply": text, "sig": sign(f"{ask['n']}:{text}")}))
+
+    def answer(ask: dict) -> str:
+        tampered = [k for k, v in ring["pristine"].items() if module_globals.get(k, _MISSING) is not v]
+        tampered += [k for k in module_globals if k not in ring["pristine"]]
+        for name in tampered:
+            if name in ring["pristine"]:
+                module_globals[name] = ring["pristine"][name]
+            else:
+                del module_globals[name]
+        name, payload = ask["name"], ask.get("payload")
+        if name == "start":
+            reply = start(*payload)
+            ring["saved"] = {k: _copy_state(k, _STATE[k]) for k in _START_KEYS if k in _STATE}
+            ring["pristine"] = dict(module_globals)   # start() installs module-level state (_LOCAL)
+        else:
+            if ring["saved"]:
+                for k, v in ring["saved"].items():
+                    _STATE[k] = _copy_state(k, v)
+            _KIND_OF_FILE.clear()
+            if name == "before_test":
+                ring["own"] = tuple((payload or {}).get("names", ()))
+                _forget_hidden_modules()  # what a student's import left there (a refusal) never reaches the test
+                ring["window"] = True
+                reply = calls[name](payload)
+                # the file name IPython will compile the test cell under (after before_test put back its input
+                # transformers): the code of that file is the judge's
+                source, shell = (payload or {}).get("source", ""), _shell()
+                try:
+                    ring["test_file"] = shell.compile.get_code_name(source, shell.transform_cell(source),
+                                                                    shell.execution_count)
+                except Exception:  # noqa: BLE001 - a compiler without the hook: no cell is the judge's
+                    ring["test_file"] = None
+                _STATE["test_file"] = ring["test_file"]
+                ring["compiled"] = False
+            elif name == "after_test":
+                reply = calls[name]()
+                _forget_hidden_modules()
+                ring["window"], ring["own"], ring["test_file"] = False, (), None
+                _STATE.pop("test_file", None)
+            else:
+                reply = calls[name]()
+        out = loads(reply)
+        out["harness"] = {"tampered": tampered[:5], "refused": ring["refused"][:10]}
+        ring["refused"] = []
+        return dumps(out)
+
+    def channel(event: str, args: tuple) -> None:
+        if event not in watched and event not in CHANNEL_EVENTS:
+            return
+        if event == "autograde.call":  # not marked busy: student code the harness runs is still watched
+            try:
+                call(args)
+            except Exception:  # noqa: BLE001 - a malformed request: no reply, which the grader reports
+                pass
+            return
+        if event == "autograde.graded_now":
+            if args and isinstance(args[0], list):
+                args[0].append(ring["own"])
+            return
+        me = get_ident()
+        if me in busy:
+            return  # the fortress's own frame walk (f_code, sys._getframe)
+        busy.add(me)
+        try:
+            frame = getframe(1)
+        finally:
+            busy.discard(me)
+        busy.add(me)
+        try:
+            fortress(event, args, frame)
+        finally:
+            busy.discard(me)
+
+    sys.addaudithook(channel)

@@ -8,9 +8,10 @@ root, the attacks whose outcome depends on the sandbox are graded a second time 
 unprivileged user (autograde.tests.unprivileged), as most instructors grade. Each test
 then reads one student's result of one run.
 
-Timing: the per-cell limit is the course's own (60 s): a test cell takes up to ~10 s on
-a loaded two-core machine, so a shorter limit would make correct cells time out there.
-Only the three endless-loop attacks ever reach it; the unprivileged run has none.
+Timing: the per-cell limit is CELL_TIMEOUT seconds of CPU time of the kernel's whole
+sandbox (the wall clock only backs it up, LIMITS.wall_factor times as long), which the
+load of the machine does not stretch. The three endless-loop attacks and cpu_hog reach
+it; in the unprivileged run, cpu_hog alone.
 """
 from __future__ import annotations
 
@@ -43,11 +44,11 @@ from . import unprivileged
 pytestmark = pytest.mark.grading
 CH = "ch01_chain_rule"
 CELL_TIMEOUT = 10
-"""Seconds per cell for the corpus (the grader's default is 60): the attacks that loop are stopped by it, three of
-them, so it sets the corpus's length; chapter 1's slowest cell takes under half a second on an idle machine
+"""CPU seconds per cell for the corpus (the grader's default is 60): the attacks that loop are stopped by it, four of
+them with cpu_hog, so it sets the corpus's length; chapter 1's slowest cell takes under half a second on an idle machine
 (`python -m autograde.build.verdicts ch01_chain_rule` runs it in-process), so 10 s holds on a loaded one."""
 ATTACKS = {a.name: a for a in corpus.attacks(CH)}
-UNPRIVILEGED = (*corpus.SANDBOX, "not_json", "empty_file", "pasted_no_metadata", "other_chapter")
+UNPRIVILEGED = (*corpus.SANDBOX, *corpus.JUDGE, "not_json", "empty_file", "pasted_no_metadata", "other_chapter")
 """What the unprivileged run grades: the attacks whose outcome depends on the sandbox, and the bad inputs (never
 run: they cost nothing)."""
 RUNS = [("grader", name) for name in ATTACKS] + [("unprivileged", name) for name in UNPRIVILEGED if name in ATTACKS]
@@ -265,10 +266,15 @@ def test_harness_report_before_a_test_cell_becomes_incidents():
         "grade": False, "solution": True, "locked": False, "grade_id": "f", "schema_version": 3}})
     test = v4.new_code_cell("assert f(1) == 1", metadata={"nbgrader": {
         "grade": True, "solution": False, "locked": True, "grade_id": "test_f", "points": 1, "schema_version": 3}})
+    from autograde.grader.harness_link import HarnessLink
+
     step = SandboxedExecute()
     step.nb, step._incidents, step._hooks, step._plans = v4.new_notebook(cells=[answer, test]), [], {}, {}
-    step._prepared = (1, {"restored": [], "foreign": ["f: torch.func"],
-                          "blocked": [["course.reference.ch01_chain_rule", 3]]})
+    step._link = HarnessLink("ch01_chain_rule")
+    _expression, count = step._link.call("before_test", {})
+    text = json.dumps({"restored": [], "foreign": ["f: torch.func"], "blocked": [["course.reference.ch01_chain_rule", 3]]})
+    signed = json.dumps({"reply": text, "sig": step._link._sign(f"{count}:{text}")})  # as the kernel's harness signs
+    step._prepared = (1, {"status": "ok", "data": {"text/plain": repr(signed)}}, count)
     step._before_test(test, "test_f", 1)
     found = {(i.kind, i.cell, i.costs) for i in step._incidents}
     assert found == {("cheating", "test_f", ("test_f",)), ("cheating", "cell f", ("test_f",))}, found
@@ -351,6 +357,88 @@ def test_kernel_is_not_root_and_sees_only_its_folder(run):
 
 def test_report_says_how_kernels_were_contained(run):
     assert "Containment: bubblewrap" in run.report
+    assert "MiB folder" in run.report and "CPU: " in run.report and "CPU time" in run.report, run.report[-1500:]
+
+
+@pytest.mark.parametrize("kind", ["grader", "unprivileged"])
+def test_a_full_folder_is_reported_and_nothing_reaches_the_disk(runs, kind):
+    """disk_filler writes 64 MiB files until a write fails: its folder is a tmpfs (it says so from inside: memory,
+    not the host's disk) of LIMITS.disk_bytes, the writes stop there, and the report names the limit."""
+    import re
+
+    from autograde.grader.records.limits import LIMITS
+
+    run = runs(kind)
+    printed = _outputs(_autograded(run, "disk_filler"))
+    found = re.search(r"DISK FULL after (\d+) MiB", printed)
+    assert "FOLDER ON tmpfs" in printed and found and int(found.group(1)) <= LIMITS.disk_bytes // 2**20, printed[:2000]
+    full = [i.text for i in run.incidents["disk_filler"] if "filled the kernel's working folder" in i.text]
+    assert full and f"{LIMITS.disk_bytes // 2**20} MiB" in full[0], [i.words() for i in run.incidents["disk_filler"]]
+
+
+def test_the_kernels_folder_is_a_size_limited_tmpfs_with_only_the_connection_file_from_the_host(tmp_path):
+    """In the sandbox the working folder is a tmpfs of its own size at the path of the host folder (nothing the kernel
+    writes reaches the host's disk), holding the connection file, bound read-only; no host folder is writable."""
+    folder = tmp_path / "k"
+    args = containment.view(CH, folder, 1 << 20, 5 << 20, folder / "kernel.json")
+    at = args.index("--tmpfs", args.index(str(5 << 20)) - 1)
+    assert args[at - 4:at + 5] == ["--perms", "0777", "--size", str(5 << 20), "--tmpfs", str(folder), "--ro-bind",
+                                   str(folder / "kernel.json"), str(folder / "kernel.json")], args[at - 4:at + 5]
+    assert "--bind" not in args and "--bind-try" not in args, args
+
+
+def test_a_sandboxs_cpu_time_counts_its_processes_and_what_they_reaped():
+    """cpu_seconds_of (where no cgroup counts a kernel): a process's own time and its children's, live or reaped."""
+    import subprocess
+    import sys
+
+    before = containment.cpu_seconds_of(os.getpid())
+    subprocess.run([sys.executable, "-c", "import time\nwhile time.process_time() < 0.5: pass"], check=True)
+    assert containment.cpu_seconds_of(os.getpid()) - before >= 0.45
+
+
+HOG_CELL_SECONDS = 3
+"""CPU seconds per cell when cpu_hog is graded beside an honest notebook: chapter 1's cells take well under half a
+second of CPU on any machine, however loaded (a limit in CPU time does not stretch with the load); in wall-clock
+time, as the limits were, the honest kernel starved by the hog's 48 busy sessions ran past it and crashed."""
+
+
+@pytest.mark.parametrize("kind", ["grader", "unprivileged"])
+def test_a_cpu_hog_costs_the_notebook_graded_beside_it_nothing(tmp_path, kind):
+    """cpu_hog and an honest notebook (alice's, full marks) graded in one run, two kernels at once: the hog's busy
+    processes, each in a session of its own, spend its own cell's CPU time (within its cgroup's share of the cores,
+    where it has one) and nothing of the honest kernel's, which keeps every point and has no incident; the hog
+    loses nothing either (its definitions ran first) and is reported."""
+    root = tmp_path if kind == "grader" else Path(tempfile.mkdtemp(prefix="autograde-unprivileged-"))
+    try:
+        subs, ws = root / "submitted", root / "ws"
+        for student in ("cpu_hog", "honest"):
+            (subs / student / CH).mkdir(parents=True)
+        nbk.write(ATTACKS["cpu_hog"].notebook, subs / "cpu_hog" / CH / f"{CH}.ipynb")
+        shutil.copyfile(nbk.REPO / "autograde" / "examples" / "alice" / f"{CH}.ipynb", subs / "honest" / CH / f"{CH}.ipynb")
+        if kind == "grader":
+            grading.grade_all(subs, ws, jobs=2, chapters=(CH,), settings=Settings(cell_seconds=HOG_CELL_SECONDS),
+                              quiet=True, feedback=False)
+        else:
+            why = unprivileged.why_not()
+            if why:
+                pytest.skip(why)
+            user = unprivileged.grader()
+            user.give(root)
+            proc = user.run([str(user.python), "-m", "autograde.grader.apps.grade", str(subs), "--workspace", str(ws),
+                             "--jobs", "2", "--chapter", CH, "--cell-timeout", str(HOG_CELL_SECONDS), "--no-feedback",
+                             "--quiet"], timeout=900, cwd=root)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        stored = json.loads((ws / "incidents.json").read_text())[CH]
+        scores = Workspace(ws).cell_scores(CH)
+        for student in ("honest", "cpu_hog"):
+            lost = [f"{gid}: {c.score:g}/{c.max_score:g}" for gid, c in scores[student].items() if c.score != c.max_score]
+            assert scores[student] and not lost, f"{student} lost points beside the hog: {lost}; incidents {stored}"
+        assert not [i for i in stored["honest"] if i.get("shown", True)], stored["honest"]
+        assert {"processes", "timeout"} <= {i["kind"] for i in stored["cpu_hog"]}, stored["cpu_hog"]
+    finally:
+        if kind != "grader":
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def test_a_notes_file_stays_out_of_the_report_and_in_incidents_json(run):
@@ -709,8 +797,8 @@ def test_gradescope_export_runs_in_a_simulated_autograder(tmp_path):
 def test_notebook_time_limit_stops_the_rest(tmp_path):
     """A notebook that outlives its budget: the cells past it are not run and score 0, named as an incident.
 
-    Deterministic on any machine: a cell right after the setup sleeps far longer than the whole budget,
-    so every test cell comes after the deadline however fast or slow the machine is.
+    Deterministic on any machine: a cell right after the setup computes far longer than the whole budget (CPU
+    time), so every test cell comes after it is spent however fast or slow the machine is.
     """
     from nbformat.v4 import new_code_cell
 
@@ -718,13 +806,38 @@ def test_notebook_time_limit_stops_the_rest(tmp_path):
 
     nb = nbk.read(nbk.REPO / "autograde" / "examples" / "alice" / f"{CH}.ipynb")
     first_answer = next(i for i, c in enumerate(nb.cells) if nbk.is_solution(c))
-    nb.cells.insert(first_answer, new_code_cell("import time\ntime.sleep(120)"))
+    nb.cells.insert(first_answer, new_code_cell("while True:\n    pass"))
     notebook = tmp_path / f"{CH}.ipynb"
     nbk.write(nb, notebook)
     lines, incidents = selfcheck.check(notebook, CH, Settings(cell_seconds=300, notebook_seconds=15))
     assert "time-limit" in {i.kind for i in incidents}, [i.words() for i in incidents]
     assert lines and all(ln.score == 0 for ln in lines), [(ln.test, ln.score) for ln in lines]
-    assert "NotebookTimeLimit" in lines[-1].message, lines[-1]
+    assert "NotebookTimeLimit" in lines[-1].message and "CPU time" in lines[-1].message, lines[-1]
+
+
+def test_a_cell_is_stopped_by_its_cpu_time_or_by_the_wall_clock_backstop(tmp_path):
+    """The limit per cell is CPU time of the kernel's sandbox: a cell that computes is stopped when it has spent it,
+    its processes' time counted too; one that only waits (sleep) is stopped by the wall clock, wall_factor times the
+    limit. Each is a timeout incident that says which, and the notebook goes on (full marks here: both cells come
+    after the definitions)."""
+    from nbformat.v4 import new_code_cell
+
+    from autograde.grader.apps import selfcheck
+    from autograde.grader.records.limits import LIMITS
+
+    nb = nbk.read(nbk.REPO / "autograde" / "examples" / "alice" / f"{CH}.ipynb")
+    last_answer = max(i for i, c in enumerate(nb.cells) if nbk.is_solution(c))
+    busy = "import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'while True: pass'])"  # a child computes
+    nb.cells[last_answer + 1:last_answer + 1] = [new_code_cell("import time\ntime.sleep(600)"), new_code_cell(busy)]
+    notebook = tmp_path / f"{CH}.ipynb"
+    nbk.write(nb, notebook)
+    t0 = time.monotonic()
+    lines, incidents = selfcheck.check(notebook, CH, Settings(cell_seconds=2))
+    took = time.monotonic() - t0
+    texts = [i.text for i in incidents if i.kind == "timeout"]
+    assert len(texts) == 2 and "wall-clock backstop" in texts[0] and "its 2 s of CPU time" in texts[1], texts
+    assert all(ln.score == ln.max_score for ln in lines), [(ln.test, ln.score) for ln in lines]
+    assert took < 120 + 2 * LIMITS.wall_factor, took
 
 
 def test_what_a_failed_cell_allocated_is_freed_before_the_next_cell():

@@ -19,9 +19,10 @@ class Settings:
     """The settings of one grading run on top of nbgrader_config.py."""
 
     cell_seconds: int = LIMITS.cell_seconds
-    """wall clock per cell (nbgrader's Execute.timeout)"""
+    """CPU time per cell, all the sandbox's processes counted (nbgrader's Execute.timeout; wall clock backstop:
+    LIMITS.wall_factor times it)"""
     notebook_seconds: int = LIMITS.notebook_seconds
-    """wall clock for a whole notebook (SandboxedExecute.notebook_timeout)"""
+    """CPU time for a whole notebook, counted the same way (SandboxedExecute.notebook_timeout)"""
     weak_containment: bool = False
     """kernels contained by a fresh folder and resource limits only (where bubblewrap cannot run)"""
     kernel_threads: int | None = None
@@ -55,8 +56,9 @@ class Settings:
 
     def job_seconds(self, notebooks: int) -> float:
         """How long one nbgrader autograde process may take for `notebooks` notebooks before it is stopped:
-        each notebook's own limit, a minute of kernel start and bookkeeping each, and five for the process."""
-        return notebooks * (self.notebook_seconds + 60) + 300
+        each notebook's own limit (its wall-clock backstop), a minute of kernel start and bookkeeping each, and five
+        for the process."""
+        return notebooks * (self.notebook_seconds * LIMITS.wall_factor + 60) + 300
 
 
 def cores() -> int:
