@@ -764,25 +764,42 @@ def _library_folders() -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-_KIND_OF_FILE: dict[str, str] = {}
+def _kinds(test_file: Any, library: tuple[str, ...], realpath: Any = os.path.realpath) -> Any:
+    """A function: file name -> 'judge' (the harness, the hidden helpers, the test cell now running: test_file()),
+    'library' (under `library`, or frozen) or 'student' (a cell, code made by exec, anything else). It keeps a cache
+    of its own and reads nothing else, so the channel's copy cannot be changed through this module's names."""
+    cache: dict[str, str] = {}
+    mark = MARK
+
+    def kind(filename: str) -> str:
+        if filename.startswith(mark) or filename == test_file():
+            return "judge"
+        found = cache.get(filename)
+        if found is None:
+            if filename.startswith("<frozen "):
+                found = "library"
+            elif filename.startswith("<"):
+                found = "student"
+            else:
+                found = "library" if realpath(filename).startswith(library) else "student"
+            if len(cache) < 100_000:
+                cache[filename] = found
+        return found
+
+    kind.cache = cache
+    return kind
 
 
 def _kind(filename: str) -> str:
-    """'judge' (the harness, the hidden helpers, the test cell now running), 'library' or 'student' (a cell, code
-    made by exec, anything else)."""
-    if filename.startswith(MARK) or filename == _STATE.get("test_file") or filename == __file__:
+    """What _kinds says, with the test cell the harness's state names (the harness's own file is the judge's)."""
+    if filename == __file__:
         return "judge"
-    kind = _KIND_OF_FILE.get(filename)
-    if kind is None:
-        if filename.startswith("<frozen "):
-            kind = "library"
-        elif filename.startswith("<"):
-            kind = "student"
-        else:
-            kind = "library" if os.path.realpath(filename).startswith(_library_folders()) else "student"
-        if len(_KIND_OF_FILE) < 100_000:
-            _KIND_OF_FILE[filename] = kind
-    return kind
+    if _KIND[0] is None:
+        _KIND[0] = _kinds(lambda: _STATE.get("test_file"), _library_folders())
+    return _KIND[0](filename)
+
+
+_KIND: list[Any] = [None]
 
 
 def _watched(target: Any, name: str) -> Any:
@@ -1122,26 +1139,10 @@ def install(codes: dict[str, Any], key: str) -> None:
     busy: set[int] = set()
     getframe, get_ident, realpath = sys._getframe, threading.get_ident, os.path.realpath
     digest, compare, dumps, loads = hmac.new, hmac.compare_digest, json.dumps, json.loads
-    library = _library_folders()
-    kinds: dict[str, str] = {}
+    kind_of = _kinds(lambda: ring["test_file"], _library_folders(), realpath)
 
     def sign(text: str) -> str:
         return digest(secret, text.encode(), hashlib.sha256).hexdigest()
-
-    def kind_of(filename: str) -> str:
-        if filename.startswith(MARK) or filename == ring["test_file"]:
-            return "judge"
-        kind = kinds.get(filename)
-        if kind is None:
-            if filename.startswith("<frozen "):
-                kind = "library"
-            elif filename.startswith("<"):
-                kind = "student"
-            else:
-                kind = "library" if realpath(filename).startswith(library) else "student"
-            if len(kinds) < 100_000:
-                kinds[filename] = kind
-        return kind
 
     def initiator(frame: Any) -> tuple[str, Any]:
         """('student' | 'judge' | 'library', the frames passed on the way): the first code outward from frame that
@@ -1248,7 +1249,7 @@ def install(codes: dict[str, Any], key: str) -> None:
             if ring["saved"]:
                 for k, v in ring["saved"].items():
                     _STATE[k] = _copy_state(k, v)
-            _KIND_OF_FILE.clear()
+            _KIND[0] = None  # a cache a student's code may have reached: made afresh
             if name == "before_test":
                 ring["own"] = tuple((payload or {}).get("names", ()))
                 _forget_hidden_modules()  # what a student's import left there (a refusal) never reaches the test
