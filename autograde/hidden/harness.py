@@ -196,10 +196,11 @@ def start(blocked: list[str] | tuple[str, ...] = ()) -> str:
     _STATE["modules"] = dict(sys.modules)
     import warnings
 
+    # (taken outside catch_warnings, which swaps warnings.filters for a list of its own while it runs)
+    _STATE["module_attrs"] = {name: dict(vars(module)) for name, module in list(sys.modules.items())
+                              if _guarded_module(name) and isinstance(module, types.ModuleType)}
     with warnings.catch_warnings():  # some of torch's module attributes warn when looked at (deprecated names)
         warnings.simplefilter("ignore")
-        _STATE["module_attrs"] = {name: dict(vars(module)) for name, module in list(sys.modules.items())
-                                  if _guarded_module(name) and isinstance(module, types.ModuleType)}
         _STATE["classes"] = _library_classes(_STATE["module_attrs"])
     _STATE["trace"] = (sys.gettrace(), sys.getprofile())
     return json.dumps({"started": True})
