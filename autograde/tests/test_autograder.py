@@ -408,7 +408,7 @@ def test_a_cpu_hog_costs_the_notebook_graded_beside_it_nothing(tmp_path, kind):
     """cpu_hog and an honest notebook (alice's, full marks) graded in one run, two kernels at once: the hog's busy
     processes, each in a session of its own, spend its own cell's CPU time (within its cgroup's share of the cores,
     where it has one) and nothing of the honest kernel's, which keeps every point and has no incident; the hog
-    loses nothing either (its definitions ran first) and is reported."""
+    loses nothing beyond its own first exercise (its definitions ran first) and is reported."""
     root = tmp_path if kind == "grader" else Path(tempfile.mkdtemp(prefix="autograde-unprivileged-"))
     try:
         subs, ws = root / "submitted", root / "ws"
@@ -431,8 +431,12 @@ def test_a_cpu_hog_costs_the_notebook_graded_beside_it_nothing(tmp_path, kind):
             assert proc.returncode == 0, proc.stderr[-3000:]
         stored = json.loads((ws / "incidents.json").read_text())[CH]
         scores = Workspace(ws).cell_scores(CH)
-        for student in ("honest", "cpu_hog"):
-            lost = [f"{gid}: {c.score:g}/{c.max_score:g}" for gid, c in scores[student].items() if c.score != c.max_score]
+        # the hog itself may lose the exercise whose cell started the hogs (on a loaded machine its own kernel, one
+        # share of the cores among nine busy processes, can be too slow to answer an interrupt), nothing else
+        own = ATTACKS["loop_in_function"].loses
+        for student, allowed in (("honest", frozenset()), ("cpu_hog", own)):
+            lost = [f"{gid}: {c.score:g}/{c.max_score:g}" for gid, c in scores[student].items()
+                    if c.score != c.max_score and gid not in allowed]
             assert scores[student] and not lost, f"{student} lost points beside the hog: {lost}; incidents {stored}"
         assert not [i for i in stored["honest"] if i.get("shown", True)], stored["honest"]
         assert {"processes", "timeout"} <= {i["kind"] for i in stored["cpu_hog"]}, stored["cpu_hog"]
