@@ -439,7 +439,8 @@ def test_a_cpu_hog_costs_the_notebook_graded_beside_it_nothing(tmp_path, kind):
                     if c.score != c.max_score and gid not in allowed]
             assert scores[student] and not lost, f"{student} lost points beside the hog: {lost}; incidents {stored}"
         assert not [i for i in stored["honest"] if i.get("shown", True)], stored["honest"]
-        assert {"processes", "timeout"} <= {i["kind"] for i in stored["cpu_hog"]}, stored["cpu_hog"]
+        kinds = {i["kind"] for i in stored["cpu_hog"]}
+        assert "processes" in kinds and kinds & {"timeout", "crash"}, stored["cpu_hog"]  # stopped, by its CPU time
     finally:
         if kind != "grader":
             shutil.rmtree(root, ignore_errors=True)
