@@ -440,7 +440,9 @@ def test_a_cpu_hog_costs_the_notebook_graded_beside_it_nothing(tmp_path, kind):
             assert scores[student] and not lost, f"{student} lost points beside the hog: {lost}; incidents {stored}"
         assert not [i for i in stored["honest"] if i.get("shown", True)], stored["honest"]
         kinds = {i["kind"] for i in stored["cpu_hog"]}
-        assert "processes" in kinds and kinds & {"timeout", "crash"}, stored["cpu_hog"]  # stopped, by its CPU time
+        # stopped by its CPU time (its busy processes then killed and reported), or, when its kernel was too slow to
+        # answer the interrupt, replaced: the hogs die with its sandbox
+        assert {"processes", "timeout"} <= kinds or "crash" in kinds, stored["cpu_hog"]
     finally:
         if kind != "grader":
             shutil.rmtree(root, ignore_errors=True)
