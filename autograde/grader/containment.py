@@ -260,34 +260,46 @@ def _status(pid: int) -> dict[str, str]:
         return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
 
 
-def _started(pid: int) -> str | None:
-    """A process's start time (tells it from a later process with the same pid), None when it is gone."""
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command's name (state first, then ppid...); None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
         return None
-    return None if fields[0] in ("Z", "X") else fields[19]
 
 
-def descendants(pid: int) -> list[int]:
-    """Pids of every live descendant of pid (zombies left out)."""
-    children: dict[int, list[int]] = {}
+def _processes() -> dict[int, list[str]]:
+    """Every process's /proc stat fields, by pid."""
+    out = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if fields[0] != "Z":
-                children.setdefault(int(fields[1]), []).append(int(entry))
+        if entry.isdigit() and (fields := _stat(entry)) is not None:
+            out[int(entry)] = fields
+    return out
+
+
+def _subtree(pid: int, children: dict[int, list[int]]) -> list[int]:
     out, frontier = [], [pid]
     while frontier:
         kids = children.get(frontier.pop(), [])
         out += kids
         frontier += kids
     return out
+
+
+def _started(pid: int) -> str | None:
+    """A process's start time (tells it from a later process with the same pid), None when it is gone."""
+    fields = _stat(pid)
+    return None if fields is None or fields[0] in ("Z", "X") else fields[19]
+
+
+def descendants(pid: int) -> list[int]:
+    """Pids of every live descendant of pid (zombies left out)."""
+    children: dict[int, list[int]] = {}
+    for child, fields in _processes().items():
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(child)
+    return _subtree(pid, children)
 
 
 def strays(outer: int, weak: bool = False) -> list[int]:
@@ -336,26 +348,12 @@ def cpu_seconds_of(outer: int) -> float:
 
     What this cannot see: a process that died unreaped by anyone it counts (the kernel ignores SIGCHLD, so its
     own children are reaped by the system, their time with them) is counted only while it lived."""
-    parent: dict[int, int] = {}
-    spent: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            pid = int(entry)
-            parent[pid] = int(fields[1])
-            spent[pid] = sum(int(v) for v in fields[11:15])  # utime stime cutime cstime, in clock ticks
+    table = _processes()
     children: dict[int, list[int]] = {}
-    for pid, ppid in parent.items():
-        children.setdefault(ppid, []).append(pid)
-    total, frontier = spent.get(outer, 0), [outer]
-    while frontier:
-        for kid in children.get(frontier.pop(), []):
-            total += spent.get(kid, 0)
-            frontier.append(kid)
+    for pid, fields in table.items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    # utime stime cutime cstime, in clock ticks
+    total = sum(sum(int(v) for v in table[pid][11:15]) for pid in [outer, *_subtree(outer, children)] if pid in table)
     return total / os.sysconf("SC_CLK_TCK")
 
 

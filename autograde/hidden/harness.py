@@ -31,6 +31,7 @@ import builtins
 import functools
 import json
 import linecache
+import operator
 import os
 import sys
 import types
@@ -38,6 +39,7 @@ from typing import Any
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, whose attributes can be set
 _MISSING = object()
+_IS = operator.is_  # bound when the harness arrives, before any student code runs
 GUARDED_MODULES = ("numpy", "math", "torch", "functorch", "hypothesis", "sys", "builtins", "importlib",
                    "inspect", "functools", "operator", "warnings", "contextlib", "types", "gc", "threading", "_thread")
 """Packages whose modules a test may rely on (torch's and NumPy's oracles: torch.amp.GradScaler,
@@ -228,7 +230,7 @@ def _restore_classes(saved: dict[type, dict[str, Any]], cells: set[str]) -> list
     changed: list[str] = []
     for cls, attrs in saved.items():
         current = vars(cls)
-        if len(current) == len(attrs) and all(current.get(k, _MISSING) is v for k, v in attrs.items()):
+        if _unchanged(current, attrs):
             continue
         for attr in [a for a in current if a not in attrs and _from_notebook(current[a], cells)]:
             try:
@@ -246,6 +248,14 @@ def _restore_classes(saved: dict[type, dict[str, Any]], cells: set[str]) -> list
                 except (AttributeError, TypeError):
                     pass
     return changed
+
+
+def _unchanged(current: Any, saved: dict) -> bool:
+    """Whether a namespace holds exactly what was saved, the same names bound to the same objects, in the same order
+    (a name deleted and bound again reads as changed): compared at C speed, since ~60,000 names are checked before
+    every test cell."""
+    return (len(current) == len(saved) and all(map(_IS, current.values(), saved.values()))
+            and current.keys() == saved.keys())
 
 
 def _restore_dict(current: dict, saved: dict, drop_new: bool = True) -> list[str]:
@@ -329,7 +339,7 @@ def restore_interpreter() -> list[str]:
         # libraries wrap some functions once loaded (torch._dynamo wraps torch.manual_seed): every change is undone,
         # but only one made with the notebook's own code, or with a builtin like print, is reported
         current = vars(module)
-        if len(current) == len(saved) and all(current.get(n, _MISSING) is v for n, v in saved.items()):
+        if _unchanged(current, saved):
             continue
         suspicious = [n for n, v in saved.items() if current.get(n, _MISSING) is not v
                       and (_from_notebook(current.get(n), cells) or isinstance(current.get(n), types.BuiltinFunctionType)

@@ -10,6 +10,7 @@ from queue import Empty
 from time import monotonic
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from jupyter_core.utils import ensure_async
 from nbclient.util import run_sync
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat import NotebookNode
@@ -223,7 +224,30 @@ class SandboxedExecute(Execute):
         for _ in range(5):
             await asyncio.sleep(0.1)
             self._reaped += reap()
+        # A signal that arrives while the kernel is inside C code (or while its processes still held the cores) can
+        # be lost: until its KeyboardInterrupt shows, the interrupt is sent again, once a second, three more times
+        # (each preceded by stopping what the cell started meanwhile), before nbclient gives the kernel up.
+        for _ in range(self.INTERRUPTS - 1):
+            if cell is None or km is None or self._interrupted(cell):
+                break
+            await asyncio.sleep(1)
+            if self._interrupted(cell):
+                break
+            self._reaped += reap()
+            try:
+                await ensure_async(km.interrupt_kernel())
+            except Exception:  # noqa: BLE001 - a kernel already gone is nbclient's to report
+                break
         return reply
+
+    INTERRUPTS = 4
+    """interrupts sent to a cell past its limit before the kernel is called unresponsive (one a second)"""
+
+    @staticmethod
+    def _interrupted(cell: NotebookNode) -> bool:
+        """Whether the kernel has answered the interrupt (its KeyboardInterrupt is among the cell's outputs)."""
+        return any(o.get("output_type") == "error" and o.get("ename") == "KeyboardInterrupt"
+                   for o in cell.get("outputs", []))
 
     def _quiet(self, code: str, timeout: float = 30) -> None:
         run_sync(self.kc.execute_interactive)(code, silent=True, store_history=False, timeout=timeout,
@@ -307,26 +331,30 @@ class SandboxedExecute(Execute):
                                "stood between them (sys.audit or __import__ replaced?); the cell scores 0",
             (nbk.grade_id(cell),)))
 
+    def _asked(self, cell: NotebookNode, where: str, when: str, riding: tuple[dict, int] | None, name: str,
+               payload: object = None) -> dict | None:
+        """The harness's report for the call `name`: the answer that rode on a cell's own request (riding: what came
+        back, its counter) when it verifies, else the call made again on its own; None, with a cheating incident that
+        costs the test cell, when the harness cannot be reached."""
+        if riding is not None:
+            try:
+                return self._verified(*riding)
+            except HarnessUnreachable:
+                pass  # asked again, on its own
+        try:
+            return self._harness(name, payload)
+        except HarnessUnreachable as exc:
+            self._unreachable(cell, where, when, str(exc))
+            return None
+
     def _before_test(self, cell: NotebookNode, where: str, index: int) -> None:
         """Prepare the kernel for a test cell (unless that rode on the cell before) and turn what the harness found
         into incidents."""
         prepared, self._prepared = self._prepared, None
         self._where = where
-        report = None
-        if prepared is not None and prepared[0] == index:
-            try:
-                report = self._verified(prepared[1], prepared[2])
-            except HarnessUnreachable:
-                report = None  # asked again below, on its own
+        riding = (prepared[1], prepared[2]) if prepared is not None and prepared[0] == index else None
+        report = self._asked(cell, where, "before", riding, "before_test", self._plan(cell))
         if report is None:
-            try:
-                report = self._harness("before_test", self._plan(cell))
-            except HarnessUnreachable as exc:
-                self._unreachable(cell, where, "before", str(exc))
-                return
-        if report is None:
-            self._incidents.append(incidents.Incident(
-                "hook", where, f"before test cell {where} the grader could not reach its harness in the kernel"))
             return
         for what in report.get("restored", []):
             self._hooks.setdefault(what, where)
@@ -346,18 +374,8 @@ class SandboxedExecute(Execute):
 
     def _after_test(self, cell: NotebookNode, where: str) -> None:
         self._where = where
-        report = None
-        if "after" in self._answers:
-            try:
-                report = self._verified(self._answers["after"], self._riding_counts.get("after", -1))
-            except HarnessUnreachable:
-                report = None
-        if report is None:
-            try:
-                report = self._harness("after_test")
-            except HarnessUnreachable as exc:
-                self._unreachable(cell, where, "after", str(exc))
-                return
+        riding = (self._answers["after"], self._riding_counts.get("after", -1)) if "after" in self._answers else None
+        report = self._asked(cell, where, "after", riding, "after_test")
         if report and report.get("torch"):
             self._incidents.append(incidents.Incident(
                 "cheating", where, f"graded code called torch during {where} ({', '.join(report['torch'][:3])}): "
@@ -405,6 +423,7 @@ class SandboxedExecute(Execute):
             self._incidents.append(incidents.Incident(
                 "crash", where, f"cell {where} {'crashed the kernel (os._exit, exit() or a fatal signal)' if dead else 'left the kernel unresponsive'}; "
                                 "a fresh kernel reran the cells before it and grading went on"))
+            self._report_strays(where)
             self._skip_on_replay.add(index)
             self._restart(index)
             return cell, resources
@@ -446,12 +465,8 @@ class SandboxedExecute(Execute):
         if index in self._cut:
             self._incidents.append(incidents.Incident(
                 "output", where, f"cell {where} printed more than {self.max_output_bytes:,} characters; the rest was dropped"))
+        self._report_strays(where)
         km = self.km
-        if km is not None and hasattr(km, "reap_strays"):
-            killed, self._reaped = km.reap_strays() + self._reaped, 0  # those stopped at its limit too
-            if killed:
-                self._incidents.append(incidents.Incident(
-                    "processes", where, f"cell {where} left {killed} processes running; they were stopped"))
         if km is not None and hasattr(km, "full_folders"):
             for folder, size in km.full_folders():
                 if folder not in self._full:
@@ -461,6 +476,21 @@ class SandboxedExecute(Execute):
                         "files", where, f"cell {where} filled the kernel's {folder} (its limit, {size // 2**20} MiB)"
                                         + ("; it is on the host's disk (weak containment)" if weak else
                                            "; writes past it failed, and nothing reached the host's disk")))
+
+    def _report_strays(self, where: str) -> None:
+        """Stop the processes the cell left in the kernel's sandbox (with those stopped at its limit, a processes
+        incident); on the crash path this runs before the kernel is replaced, which would stop them unreported."""
+        km = self.km
+        if km is None or not hasattr(km, "reap_strays"):
+            return
+        try:
+            killed = km.reap_strays()
+        except Exception:  # noqa: BLE001 - a sandbox already gone has nothing left to stop
+            killed = 0
+        killed, self._reaped = killed + self._reaped, 0
+        if killed:
+            self._incidents.append(incidents.Incident(
+                "processes", where, f"cell {where} left {killed} processes running; they were stopped"))
 
     def _restart(self, index: int) -> None:
         """Replace a dead or stuck kernel with a fresh one and rerun the cells before `index`."""
