@@ -5,13 +5,15 @@ points, exercises and concept checks, lines of solution code a student writes, a
 for the core path and for the optional "Going further" part (everything after a markdown cell whose heading starts
 with "Going further").
 
-The time estimate is a model, not a measurement: reading at 100 words a minute (dense technical prose with
-formulas, and running the cells beside it), 1.5 minutes per line of solution code, 5 minutes per exercise
-(reading its tests, running them, fixing what they find) and 3 per concept check. Its constants were fitted to the
-two reviews' estimates of chapters 1-5 before the second pass (shared/reviews: 3 h, 4.25 h, 6 h, 4.5-6 h and
-5-6.5 h); the model gives 3.2, 4.4, 6.3, 5.0 and 5.7 h for those notebooks, within a quarter hour of each.
+The time estimate is a model, not a measurement: reading prose at 70 words a minute (dense technical prose with
+formulas, and running the cells beside it), 0.1 minute per line of given code a student reads to use it (code cells
+that are neither answers nor tests, and the given lines of answer cells: the reviews' "1 minute per 10 lines"),
+1 minute per line of solution code, 9 minutes per exercise (reading its tests, running them, fixing what they find)
+and 3 per concept check. The constants were fitted (`--calibrate`) to the three reviews in shared/reviews, each
+on the notebook it read (REVIEWED): the model falls inside every range the reviewers gave.
 
 Usage: python -m autograde.build.sizes [CHAPTER ...]
+       python -m autograde.build.sizes --calibrate   (the model against the reviews, on the notebooks they read)
 """
 from __future__ import annotations
 
@@ -22,10 +24,22 @@ from dataclasses import dataclass
 from autograde import notebook as nbk
 from autograde.paths import release_path, source_path
 
-WORDS_PER_MINUTE = 100
-MINUTES_PER_LINE = 1.5
-MINUTES_PER_EXERCISE = 5
+WORDS_PER_MINUTE = 70
+MINUTES_PER_GIVEN_LINE = 0.1
+MINUTES_PER_LINE = 1.0
+MINUTES_PER_EXERCISE = 9
 MINUTES_PER_CONCEPT = 3
+REVIEWED = (  # (chapter, the commit its review read, the reviewer's estimate of the core path in hours: low, high)
+    ("ch01_chain_rule", "d5fc568", 2.25, 3.75),
+    ("ch02_tape", "d5fc568", 3.25, 5.5),
+    ("ch03_vjp_rules", "d5fc568", 4.5, 7.5),
+    ("ch04_accumulation", "d5fc568", 4.5, 6.0),
+    ("ch05_grad_modes", "d5fc568", 5.0, 6.5),
+    ("ch06_loss_scaling", "839f46b", 4.5, 5.5),
+    ("ch07_checkpointing", "839f46b", 5.0, 6.0),
+    ("ch08_capstone", "839f46b", 4.5, 5.5),
+)
+"""shared/reviews/ch01-ch03.md, ch04-ch05.md and ch06-ch08.md: section "Student time" of each."""
 GOING_FURTHER = re.compile(r"^#+\s*(\d+\.\s*)?going further", re.IGNORECASE)
 
 
@@ -37,11 +51,13 @@ class Part:
     exercises: int = 0
     concepts: int = 0
     solution_lines: int = 0
+    given_lines: int = 0
 
     @property
     def minutes(self) -> float:
-        return (self.words / WORDS_PER_MINUTE + MINUTES_PER_LINE * self.solution_lines
-                + MINUTES_PER_EXERCISE * self.exercises + MINUTES_PER_CONCEPT * self.concepts)
+        return (self.words / WORDS_PER_MINUTE + MINUTES_PER_GIVEN_LINE * self.given_lines
+                + MINUTES_PER_LINE * self.solution_lines + MINUTES_PER_EXERCISE * self.exercises
+                + MINUTES_PER_CONCEPT * self.concepts)
 
 
 def _words(markdown: str) -> int:
@@ -50,9 +66,26 @@ def _words(markdown: str) -> int:
     return len(re.findall(r"[A-Za-z][A-Za-z'-]*|\d+", text))
 
 
-def measure(chapter: str) -> tuple[Part, Part, int]:
-    """(core, going further, release bytes)."""
-    src = nbk.read(source_path(chapter))
+def _code_lines(source: str) -> list[str]:
+    return [ln for ln in source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
+def _given_lines(source: str) -> int:
+    """Lines of an answer cell outside its solution regions (signature, docstring, given checks)."""
+    inside, count = False, 0
+    for line in source.splitlines():
+        text = line.strip()
+        if text.startswith(nbk.BEGIN_SOLUTION):
+            inside = True
+        elif text.startswith(nbk.END_SOLUTION):
+            inside = False
+        elif not inside and text and not text.startswith("#"):
+            count += 1
+    return count
+
+
+def measure_notebook(src) -> tuple[Part, Part]:
+    """(core, going further) of a source notebook."""
     core, further = Part(), Part()
     part = core
     for cell in src.cells:
@@ -63,6 +96,7 @@ def measure(chapter: str) -> tuple[Part, Part, int]:
         elif nbk.is_solution(cell):
             lines = [ln for ln in nbk.solution_lines(cell.source) if ln.strip() and not ln.strip().startswith("#")]
             part.solution_lines += len(lines)
+            part.given_lines += _given_lines(cell.source)
             if nbk.grade_id(cell).startswith("concept_"):
                 part.concepts += 1
             else:
@@ -70,20 +104,53 @@ def measure(chapter: str) -> tuple[Part, Part, int]:
         elif nbk.is_test(cell):
             part.graded_cells += 1
             part.points += float(nbk.nbgrader_meta(cell).get("points", 0))
+        elif cell.cell_type == "code":
+            part.given_lines += len(_code_lines(cell.source))
+    return core, further
+
+
+def measure(chapter: str) -> tuple[Part, Part, int]:
+    """(core, going further, release bytes)."""
+    core, further = measure_notebook(nbk.read(source_path(chapter)))
     return core, further, release_path(chapter).stat().st_size
+
+
+def calibrate() -> list[tuple[str, str, float, float, float]]:
+    """(chapter, commit, the model's hours, the review's low, high) for each reviewed notebook (read from git)."""
+    import subprocess
+
+    import nbformat
+
+    out = []
+    for chapter, commit, low, high in REVIEWED:
+        text = subprocess.run(["git", "show", f"{commit}:source/{chapter}/{chapter}.ipynb"], cwd=nbk.REPO,
+                              capture_output=True, text=True, check=True).stdout
+        core, _ = measure_notebook(nbformat.reads(text, as_version=4))
+        out.append((chapter, commit, core.minutes / 60, low, high))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     from course import CHAPTERS
 
-    chapters = (argv if argv is not None else sys.argv[1:]) or CHAPTERS
-    print("| chapter | prose words (core + going further) | answer cells: exercises + concept checks | graded cells "
-          "| points | solution lines | release KB | estimated core path |")
-    print("|---|---|---|---|---|---|---|---|")
+    args = list(argv if argv is not None else sys.argv[1:])
+    if args == ["--calibrate"]:
+        rows = calibrate()
+        print("| chapter | notebook the review read | model | review |")
+        print("|---|---|---|---|")
+        for chapter, commit, hours, low, high in rows:
+            mark = "" if low <= hours <= high else "  OUTSIDE"
+            print(f"| {chapter} | {commit} | {hours:.1f} h | {low:g}-{high:g} h{mark} |")
+        return 0 if all(low <= hours <= high for _, _, hours, low, high in rows) else 1
+    chapters = args or CHAPTERS
+    print("| chapter | prose words (core + going further) | given code lines | answer cells: exercises + concept "
+          "checks | graded cells | points | solution lines | release KB | estimated core path |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for chapter in chapters:
         core, further, size = measure(chapter)
         extra = lambda a, b: f"{a:,}" + (f" + {b:,}" if b else "")  # noqa: E731
-        print(f"| {chapter} | {extra(core.words, further.words)} | {core.exercises} + {core.concepts}"
+        print(f"| {chapter} | {extra(core.words, further.words)} | {extra(core.given_lines, further.given_lines)} "
+              f"| {core.exercises} + {core.concepts}"
               + (f" (+ {further.exercises + further.concepts} going further)" if further.exercises + further.concepts else "")
               + f" | {extra(core.graded_cells, further.graded_cells)} | {extra(int(core.points), int(further.points))} "
               f"| {extra(core.solution_lines, further.solution_lines)} | {size / 1000:.1f} | {core.minutes / 60:.1f} h |")
