@@ -9,6 +9,7 @@
 - course.threads: one thread count for NumPy's BLAS and torch in timings.
 - course.torch_memory: memory and time of a torch training step, on a GPU or on the CPU.
 - course.gpu_figures: chapters 6 and 7's measurements on a GPU, and the ones the course recorded on an H200.
+- course.autocast_lists: the CUDA autocast lists read from torch's installed header (chapter 6's table; no GPU needed).
 The instructor side (build, grader, tests) is the separate package `autograde`; nothing here imports it.
 """
 
