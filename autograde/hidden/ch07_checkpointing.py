@@ -715,8 +715,11 @@ def check_run_chain(ns: dict) -> None:
                 for t in params:
                     t.grad = None
                 runs[:] = [0] * n
-                loss = cross_entropy(run_chain(layers, X, p), y)
-                loss.backward()
+                try:
+                    loss = cross_entropy(run_chain(layers, X, p), y)
+                    loss.backward()
+                finally:
+                    _late_binding(f"run_chain on a chain of sizes {sizes}, batch {batch}, plan {p}", p, runs)
                 return loss.item(), _grads(params), list(runs)
 
             plain_loss, plain_grads, _ = step([])
@@ -754,6 +757,19 @@ def check_run_chain(ns: dict) -> None:
                 raise fail(f"run_chain(layers, X, {wrong}) on 3 layers should raise ValueError (check_plan), raised "
                            f"{type(error).__name__}: {error}") from None
             raise fail(f"run_chain(layers, X, {wrong}) on 3 layers should raise ValueError (check_plan), returned")
+
+
+def _late_binding(label: str, plan: list[tuple[int, int]], runs: list[int]) -> None:
+    """Fail, naming the cause, when under a plan of several segments a checkpointed layer did not run exactly twice:
+    a segment's rerun ran other layers than its own, which late binding of the loop variable does."""
+    __tracebackhide__ = True
+    twice = sorted({i for s, t in plan for i in range(s, t)})
+    if len(plan) >= 2 and any(runs[k] != 2 for k in twice):
+        raise fail(f"{label}: the layers ran {list(runs)} times during forward and backward, expected 2 for each of "
+                   f"{twice}: a segment's rerun ran other layers than its own. The usual cause is late binding: the "
+                   "function passed to checkpoint runs again in backward, after the loop has moved on, and finds the "
+                   "loop variable's last value. Bind it when you define the function: a default argument "
+                   "(def run(h, *flat, segment=segment)) or functools.partial.") from None
 
 
 def _check_long_chain(ns: dict, n: int) -> None:

@@ -99,10 +99,55 @@ def test_gpu_figures_run_here_and_the_recorded_ones_come_from_a_gpu(tmp_path):
     mine = json.loads(out.read_text())
     recorded = gpu_figures.recorded()
     for figures in (mine, recorded):
-        for model in figures["models"].values():
-            assert set(model["checkpointing"]) >= {"none", "every block", "save_on_cpu (offloading)"}
-            assert all(r["peak_MiB"] > 0 and r["ms"] > 0 for part in ("checkpointing", "precision")
-                       for r in model[part].values())
+        kinds = set()
+        for name, model in figures["models"].items():
+            kinds.add(model["attention"])
+            assert set(model["checkpointing"]) >= {"none", "every block"}, name
+            for part in ("checkpointing", "precision"):
+                for row, r in model[part].items():
+                    assert r["peak_MiB"] > 0, (name, row)
+                    if "source" in r:      # cited: the source is named, and only the recorded file cites
+                        assert r["source"] in figures["sources"] and figures is recorded, (name, row)
+                    elif model["timed"]:   # measured by the module, on a stack whose times mean something
+                        assert r["ms"] > 0, (name, row)
+                    else:
+                        assert r["ms"] is None, (name, row)
+        assert kinds == {"written out", "fused (SDPA)"}
+    assert not mine["sources"]
+    assert any("save_on_cpu (offloading)" in model["checkpointing"] for model in recorded["models"].values())
     assert "NVIDIA" in recorded["device"] and "cu" in recorded["torch"]
     table = gpu_figures.report()
-    assert table.startswith("device: NVIDIA") and "every block" in table
+    assert table.startswith("device: NVIDIA") and "every block" in table and "fused attention" in table
+    assert all(f"[{key}]" in table for key in recorded["sources"])
+
+
+def test_gpu_figures_sqrt_rows_use_chapter_7s_layout():
+    """The sqrt(N) row runs torch's checkpoint_sequential with ceil(sqrt(n)) segments, the layout of chapter 7's
+    sqrt_plan: the last segment is not checkpointed (12 blocks: 9 rerun; 8 blocks: 4; 2 blocks: 1)."""
+    from course import gpu_figures
+    loss = lambda h: h.pow(2).mean()   # noqa: E731
+    for n, rerun in ((12, 9), (8, 4), (2, 1), (1, 0)):
+        layers, x, _ = gpu_figures.stack(gpu_figures.Size(n, 8, 2, 4, 1))
+        assert gpu_figures.blocks_rerun(layers, x, loss) == rerun, n
+        torch.testing.assert_close(gpu_figures.sqrt_step(layers, x, loss), loss(run_segments(layers, x)))
+    for name, model in gpu_figures.recorded()["models"].items():
+        rows = [row for row in model["checkpointing"] if row.startswith("sqrt(N)")]
+        assert all(row.startswith("sqrt(N), chapter 7's layout") for row in rows), name
+        if model["blocks"] == 12:
+            assert all("9 blocks rerun" in row for row in rows), name
+
+
+def test_fused_block_is_the_same_function_as_the_written_out_one():
+    from course.gpu_figures import FusedBlock
+    torch.manual_seed(0)
+    plain = Block(16, 4, torch.Generator().manual_seed(1), device="cpu")
+    fused = FusedBlock(16, 4, torch.Generator().manual_seed(1), device="cpu")
+    x = torch.randn(2, 8, 16)
+    ins = [x.clone().requires_grad_() for _ in range(2)]
+    outs = [plain(ins[0]), fused(ins[1])]
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+    for out in outs:
+        out.pow(2).sum().backward()
+    torch.testing.assert_close(ins[1].grad, ins[0].grad, rtol=1e-4, atol=1e-4)
+    for p, q in zip(plain.params, fused.params):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-4)
