@@ -193,17 +193,20 @@ MUTANTS = [
            'outside + inputs + one_block', (SB,), visible=True),
     # -- concept checks ----------------------------------------------------------------------------------------
     Mutant("concept_scatter_wrong", "a wrong answer to the concept check on a repeated token", "concept_scatter",
-           'answer_scatter = "b"', 'answer_scatter = "c"', ("test_concept_scatter",), visible=False,
+           'answer_scatter = "c"', 'answer_scatter = "a"', ("test_concept_scatter",), visible=False,
            hidden_because="the expected letter is only in the hidden test"),
     Mutant("concept_mask_wrong", "a wrong answer to the concept check on where the mask goes", "concept_mask",
-           'answer_mask = "c"', 'answer_mask = "a"', ("test_concept_mask",), visible=False,
+           'answer_mask = "a"', 'answer_mask = "b"', ("test_concept_mask",), visible=False,
            hidden_because="the expected letter is only in the hidden test"),
     Mutant("concept_quadratic_wrong", "a wrong answer to the concept check on what grows with T squared",
-           "concept_quadratic", 'answer_quadratic = "b"', 'answer_quadratic = "a"', ("test_concept_quadratic",),
+           "concept_quadratic", 'answer_quadratic = "d"', 'answer_quadratic = "a"', ("test_concept_quadratic",),
            visible=False, hidden_because="the expected letter is only in the hidden test"),
     Mutant("concept_decay_wrong", "a wrong answer to the concept check on decay on a norm", "concept_decay",
            'answer_decay = "b"', 'answer_decay = "a"', ("test_concept_decay",), visible=False,
            hidden_because="the expected letter is only in the hidden test"),
+    Mutant("concept_activations_wrong", "a wrong answer to the concept check on a popular estimate of activation "
+           "memory", "concept_activations", 'answer_activations = "a"', 'answer_activations = "b"',
+           ("test_concept_activations",), visible=False, hidden_because="the expected letter is only in the hidden test"),
 ]
 
 ALTERNATIVES = [
