@@ -11,6 +11,7 @@ its harness (it replaced sys.audit or __import__, say): the caller turns that in
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import hmac
 import json
@@ -40,7 +41,8 @@ class HarnessUnreachable(RuntimeError):
     """The kernel did not answer a harness call with a reply signed by its harness."""
 
 
-def _imports(source: str) -> set[str]:
+@functools.lru_cache(maxsize=64)  # parsed once per text: a grader boots a kernel per notebook
+def _imports(source: str) -> frozenset[str]:
     """The autograde.hidden modules a module imports (at its top or inside functions)."""
     found = set()
     for node in ast.walk(ast.parse(source)):
@@ -48,7 +50,7 @@ def _imports(source: str) -> set[str]:
             found.add(node.module)
         elif isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith(PACKAGE + ".")}
-    return found
+    return frozenset(found)
 
 
 def sources(chapter: str) -> dict[str, str]:
