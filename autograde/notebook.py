@@ -93,6 +93,11 @@ def solution_code(source: str) -> str:
     return _drop_region(source, BEGIN_SOLUTION, END_SOLUTION, keep_inside=True)
 
 
+def without_solutions(source: str) -> str:
+    """The cell's source with every solution region removed, markers included: the lines given around them."""
+    return _drop_region(source, BEGIN_SOLUTION, END_SOLUTION, keep_inside=False)
+
+
 def without_hidden_tests(source: str) -> str:
     """The cell's source with every hidden-test region removed, markers included."""
     return _drop_region(source, BEGIN_HIDDEN, END_HIDDEN, keep_inside=False).rstrip("\n")

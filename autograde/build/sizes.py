@@ -67,21 +67,8 @@ def _words(markdown: str) -> int:
 
 
 def _code_lines(source: str) -> list[str]:
+    """The lines of code that are neither blank nor a comment."""
     return [ln for ln in source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
-
-
-def _given_lines(source: str) -> int:
-    """Lines of an answer cell outside its solution regions (signature, docstring, given checks)."""
-    inside, count = False, 0
-    for line in source.splitlines():
-        text = line.strip()
-        if text.startswith(nbk.BEGIN_SOLUTION):
-            inside = True
-        elif text.startswith(nbk.END_SOLUTION):
-            inside = False
-        elif not inside and text and not text.startswith("#"):
-            count += 1
-    return count
 
 
 def measure_notebook(src) -> tuple[Part, Part]:
@@ -94,9 +81,8 @@ def measure_notebook(src) -> tuple[Part, Part]:
                 part = further
             part.words += _words(cell.source)
         elif nbk.is_solution(cell):
-            lines = [ln for ln in nbk.solution_lines(cell.source) if ln.strip() and not ln.strip().startswith("#")]
-            part.solution_lines += len(lines)
-            part.given_lines += _given_lines(cell.source)
+            part.solution_lines += len(_code_lines("\n".join(nbk.solution_lines(cell.source))))
+            part.given_lines += len(_code_lines(nbk.without_solutions(cell.source)))  # signature, docstring, checks
             if nbk.grade_id(cell).startswith("concept_"):
                 part.concepts += 1
             else:
