@@ -868,9 +868,36 @@ class ContainmentError(RuntimeError):
     """Bubblewrap cannot run here and weak containment was not accepted."""
 
 
+def unreadable_by_nobody() -> Path | None:
+    """Graded as root, a kernel runs as nobody: the first file or folder of its view that nobody could not read
+    (a clone or a venv made under umask 077), or None. The sandbox makes the folders above each bound path 0755,
+    so only what lies below the bound interpreter, venv and course folders counts."""
+    import numpy
+
+    roots = [Path(p) for p in (sys.base_prefix, os.path.realpath(sys.base_prefix), sys.prefix,
+                               os.path.dirname(os.path.realpath(sys.executable)), Path(course.__file__).parent)]
+    files = [Path(os.path.realpath(sys.executable)), Path(course.__file__), Path(course.__file__).with_name("checking.py"),
+             Path(numpy.__file__), Path(autograde.__file__)]
+    for file in files:
+        root = max((r for r in roots if r == file or r in file.parents), key=lambda r: len(r.parts), default=None)
+        if root is None:
+            continue
+        chain = [file, *(p for p in file.parents if p == root or root in p.parents)]
+        for path in chain:
+            mode = path.stat().st_mode
+            if not mode & (0o005 if path.is_dir() else 0o004):
+                return path
+    return None
+
+
 def check_containment(weak_accepted: bool) -> bool:
     """Whether kernels will be weakly contained; ContainmentError (one line naming the fix) if that was not accepted."""
     if bwrap_problem() is None:
+        if os.geteuid() == 0 and (path := unreadable_by_nobody()) is not None:
+            raise ContainmentError(
+                f"autograde: refusing to grade: graded as root, each kernel runs as nobody, who cannot read {path}; "
+                f"make the course and its environment readable to others (as root: chmod -R o+rX "
+                f"{Path(course.__file__).parent.parent} {sys.prefix}) or grade as an ordinary user.")
         return False
     if not weak_accepted:
         raise ContainmentError(refusal())

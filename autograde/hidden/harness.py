@@ -1049,7 +1049,7 @@ def after_test() -> str:
 # - refuses, to a student's code, the ways in-process code could reach the channel's closure or the checks'
 #   frames: gc's object walks, ctypes' memory and calls, audit hooks of its own, code objects built by hand or
 #   code compiled under the grader's file names, and (while a test cell runs) frames and new processes.
-# What stays possible, and is said in the README: code that a test cell itself calls runs inside the check and
+# What stays possible, and is said in docs/instructors.md: code that a test cell itself calls runs inside the check and
 # can change, until the next call, what the objects the check hands it reach (the globals of a helper's
 # function passed as an argument, say).
 HIDDEN_PACKAGE = "autograde.hidden"

@@ -68,9 +68,9 @@ def _listing(folder: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _outside(site_packages: Path, submissions: list[Path]) -> dict:
+def _outside(site_packages: Path, submissions: list[Path], repo: Path = nbk.REPO) -> dict:
     """What no kernel may change: the course package, the grader's virtual environment, the submissions."""
-    return {"course": _hashes(nbk.REPO / "course"), "site-packages": _listing(site_packages),
+    return {"course": _hashes(repo / "course"), "site-packages": _listing(site_packages),
             ".pth": {p.name: nbk.sha256(p) for p in site_packages.glob("*.pth")},
             "submissions": {str(p): nbk.sha256(p) if p.is_file() else _hashes(p) for p in submissions}}
 
@@ -140,10 +140,10 @@ class Run:
         return self._scores
 
 
-def _targets(ws: Path, subs: Path, archive: Path) -> tuple[str, ...]:
+def _targets(ws: Path, subs: Path, archive: Path, repo: Path = nbk.REPO) -> tuple[str, ...]:
     """What the snooping attacks are told to read: the real paths of the grader's and the other students' files."""
     return (str(ws / "gradebook.db"), str(ws / "source" / CH / f"{CH}.ipynb"), str(ws / "autograded"), str(ws),
-            str(nbk.REPO / "source" / CH / f"{CH}.ipynb"), str(ws / "incoming"), str(archive),
+            str(repo / "source" / CH / f"{CH}.ipynb"), str(ws / "incoming"), str(archive),
             str(subs / "deleted_tests" / CH / f"{CH}.ipynb"), str(subs))
 
 
@@ -192,16 +192,23 @@ def _grade_unprivileged(root: Path) -> Run:
     if why:
         pytest.skip(why)
     user = unprivileged.grader()
+    try:
+        return _grade_as_user(user, root)
+    finally:
+        unprivileged.release(user)
+
+
+def _grade_as_user(user: unprivileged.Grader, root: Path) -> Run:
     ws, subs, archive = root / "ws", root / "submitted", root / "export.zip"
     sock = _listener()
-    everything = corpus.write(CH, subs, _targets(ws, subs, archive), sock.getsockname()[1])
+    everything = corpus.write(CH, subs, _targets(ws, subs, archive, user.repo), sock.getsockname()[1])
     attacks = {name: everything[name] for name in UNPRIVILEGED if name in everything}
     for name in set(everything) - set(attacks):
         shutil.rmtree(subs / name)
     user.give(root)
     site = Path(user.run([str(user.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                          timeout=120).stdout.strip())
-    before = _outside(site, [subs])
+    before = _outside(site, [subs], user.repo)
     proc = user.run([str(user.python), "-m", "autograde.grader.apps.grade", str(subs), "--workspace", str(ws),
                      "--jobs", "2", "--chapter", CH, "--cell-timeout", str(CELL_TIMEOUT), "--no-feedback", "--quiet"],
                     timeout=1800, cwd=root)
@@ -209,7 +216,7 @@ def _grade_unprivileged(root: Path) -> Run:
     left = _lingering(lambda: containment._processes_of(user.uid))  # this run alone grades as that user
     stored = json.loads((ws / "incidents.json").read_text())[CH]
     return Run(Workspace(ws), subs, attacks, {s: [integrity.Incident.from_json(i) for i in v] for s, v in stored.items()},
-               proc.stdout, before, _outside(site, [subs]), left, _reached(sock))
+               proc.stdout, before, _outside(site, [subs], user.repo), left, _reached(sock))
 
 
 @pytest.fixture(scope="module")
@@ -426,9 +433,12 @@ def test_a_cpu_hog_costs_the_notebook_graded_beside_it_nothing(tmp_path, kind):
                 pytest.skip(why)
             user = unprivileged.grader()
             user.give(root)
-            proc = user.run([str(user.python), "-m", "autograde.grader.apps.grade", str(subs), "--workspace", str(ws),
-                             "--jobs", "2", "--chapter", CH, "--cell-timeout", str(HOG_CELL_SECONDS), "--no-feedback",
-                             "--quiet"], timeout=900, cwd=root)
+            try:
+                proc = user.run([str(user.python), "-m", "autograde.grader.apps.grade", str(subs), "--workspace",
+                                 str(ws), "--jobs", "2", "--chapter", CH, "--cell-timeout", str(HOG_CELL_SECONDS),
+                                 "--no-feedback", "--quiet"], timeout=900, cwd=root)
+            finally:
+                unprivileged.release(user)
             assert proc.returncode == 0, proc.stderr[-3000:]
         stored = json.loads((ws / "incidents.json").read_text())[CH]
         scores = Workspace(ws).cell_scores(CH)
@@ -606,6 +616,28 @@ def test_grading_refuses_without_bubblewrap_and_names_the_fix(monkeypatch, tmp_p
         assert data["score"] == 0 and "bubblewrap" in data["output"] and "--weak-containment" in data["output"]
     finally:
         containment.forget_choice()
+
+
+def test_a_root_grader_refuses_a_course_nobody_can_read(monkeypatch, tmp_path, capsys):
+    """Graded as root, each kernel runs as nobody: a course whose files only root can read (a clone made under umask
+    077) is refused in one line that names the file and the fix, before anything starts. A private folder above the
+    clone is no obstacle (the sandbox binds the course at its path, with 0755 folders above it)."""
+    private = tmp_path / "private"
+    (private / "course").mkdir(parents=True)
+    private.chmod(0o700)
+    for name in ("__init__.py", "checking.py"):
+        (private / "course" / name).write_text("")
+    fake = type("Module", (), {"__file__": str(private / "course" / "__init__.py")})
+    monkeypatch.setattr(containment, "course", fake)
+    assert containment.unreadable_by_nobody() is None
+    (private / "course" / "checking.py").chmod(0o600)
+    assert containment.unreadable_by_nobody() == private / "course" / "checking.py"
+    if os.geteuid() != 0 or containment.bwrap_problem():
+        return
+    code = grading.main([str(tmp_path / "submitted"), "--workspace", str(tmp_path / "ws")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "nobody" in err and "chmod -R o+rX" in err, err
+    assert "Traceback" not in err and not (tmp_path / "ws").exists()
 
 
 def test_weak_containment_grades_and_says_so(monkeypatch, tmp_path):

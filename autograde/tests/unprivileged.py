@@ -7,10 +7,12 @@ across file systems) from this environment's site-packages, the same wheels `pip
 --no-deps` of its `pip freeze` would unpack, in a second instead of minutes. A package whose
 release does not support that interpreter (soupsieve 4 needs 3.11.5; Debian 12 has 3.11.2) is
 reinstalled at the newest release that does: this workaround lives here, not in constraints.txt.
-The course itself comes from the repository (PYTHONPATH).
-
-The environment belongs to root and lives in the repository's .work/ (a cache: reused while the
-interpreter and the package list are the same): the user can run it and change nothing in it.
+The course comes from a copy of the repository that root owns and the user can read (PYTHONPATH): a clone
+may sit in a folder only root can enter (/root is 0700, as is every `mktemp -d`), and the user's folders are
+never loosened to let the user in. Everything the user runs lives under SHARE, a root-owned folder of the
+system's (0755): the environment (a cache, reused while the interpreter and the package list are the same) and
+the copy (made afresh for each grader(), a second's work: the repository without .git, .venv and .work is about
+10 MB). The user can run both and change nothing in them.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +32,11 @@ from autograde import notebook as nbk
 
 USER = "autograde-test"
 SYSTEM_PYTHON = Path("/usr/bin/python3")
-CACHE = nbk.REPO / ".work" / "unprivileged"
+SHARE = Path("/var/cache/autograde-test")
+"""Root's, 0755, outside any clone: what the user reads and runs."""
+CACHE = SHARE / "venvs"
+COPIED = (".venv", ".work", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache", "__pycache__")
+"""What the user's copy of the repository leaves out: environments, run-time state, git, caches."""
 
 
 @dataclass(frozen=True)
@@ -40,10 +47,12 @@ class Grader:
     gid: int
     home: Path
     python: Path
+    repo: Path
+    """The user's readable copy of the repository: its course and autograde packages, its notebooks."""
 
     def env(self) -> dict[str, str]:
         return {"HOME": str(self.home), "PATH": f"{self.python.parent}:/usr/bin:/bin", "LANG": "C.UTF-8",
-                "PYTHONPATH": str(nbk.REPO)}
+                "PYTHONPATH": str(self.repo)}
 
     def run(self, args: list[str], timeout: float, **kw) -> subprocess.CompletedProcess:
         """Run a command as the user (no supplementary groups), with its environment."""
@@ -78,12 +87,35 @@ def grader() -> Grader:
     relaxed, pins = _relaxed(version)
     key = hashlib.sha256(f"{version}\n{pins}".encode()).hexdigest()[:12]
     venv = CACHE / f"venv-{key}"
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    with open(CACHE.parent / "unprivileged.lock", "w") as lock:  # one builder at a time (parallel test runs)
+    SHARE.mkdir(parents=True, exist_ok=True)
+    os.chmod(SHARE, 0o755)
+    with open(SHARE / "venvs.lock", "w") as lock:  # one builder at a time (parallel test runs)
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (venv / ".complete").exists():
             _build(venv, relaxed)
-    return Grader(entry.pw_uid, entry.pw_gid, Path(entry.pw_dir), venv / "bin" / "python")
+    return Grader(entry.pw_uid, entry.pw_gid, Path(entry.pw_dir), venv / "bin" / "python", _copy_repository())
+
+
+def _copy_repository() -> Path:
+    """A fresh copy of the repository that the user can read, whatever the folders above the clone allow."""
+    parent = SHARE / "repos"
+    parent.mkdir(exist_ok=True)
+    os.chmod(parent, 0o755)
+    copy = Path(tempfile.mkdtemp(prefix=f"{nbk.REPO.name}-", dir=parent))
+    shutil.copytree(nbk.REPO, copy / nbk.REPO.name, ignore=shutil.ignore_patterns(*COPIED), symlinks=True)
+    for dirpath, dirnames, filenames in os.walk(copy):  # readable whatever the clone's umask was
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode & 0o111 | 0o644)
+    return copy / nbk.REPO.name
+
+
+def release(user: Grader) -> None:
+    """Remove the user's copy of the repository (the environment stays: it is a cache)."""
+    if user.repo.parent.parent == SHARE / "repos":
+        shutil.rmtree(user.repo.parent, ignore_errors=True)
 
 
 def _system(code: str) -> str:
@@ -117,18 +149,20 @@ def _build(venv: Path, relaxed: list[str]) -> None:
     if CACHE.exists():
         shutil.rmtree(CACHE)  # environments of other package lists
     CACHE.mkdir(parents=True)
-    os.chmod(CACHE.parent, 0o755)
+    os.chmod(CACHE, 0o755)
     subprocess.run([str(SYSTEM_PYTHON), "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
     python = venv / "bin" / "python"
     theirs = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                  capture_output=True, text=True, check=True).stdout.strip())
     shutil.rmtree(theirs)
     shutil.copytree(sysconfig.get_paths()["purelib"], theirs, symlinks=True, copy_function=_link)
-    ours = f"#!{Path(sys.prefix) / 'bin'}/python".encode()
+    shebangs = {f"#!{prefix / 'bin'}/python".encode() for prefix in (Path(sys.prefix), Path(sys.prefix).resolve())}
     for script in Path(sys.prefix, "bin").iterdir():  # console scripts (nbgrader runs `alembic`), for this python
-        if script.is_file() and not script.is_symlink() and script.read_bytes()[:len(ours)] == ours:
+        text = script.read_bytes() if script.is_file() and not script.is_symlink() else b""
+        ours = next((s for s in shebangs if text.startswith(s)), None)
+        if ours:
             target = venv / "bin" / script.name
-            target.write_bytes(script.read_bytes().replace(ours, f"#!{python}".encode(), 1))
+            target.write_bytes(text.replace(ours, f"#!{python}".encode(), 1))
             target.chmod(0o755)
     if relaxed:
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
