@@ -22,7 +22,7 @@ PY     := $(BIN)/python
 # Shell: supported PATH succeeds if PATH runs a Python in SUPPORTED_PYTHONS; sets ver=X.Y.Z.
 SUPPORTED_SH = supported() { ver=$$("$$1" -c 'import platform; print(platform.python_version())' 2>/dev/null) && case " $(SUPPORTED_PYTHONS) " in *" $${ver%.*} "*) return 0;; esac; return 1; }
 
-.PHONY: demo test test-exhaustive build lab grade selfcheck gradescope bench bench-engine bench-grading mutation clean help venv-python constraints
+.PHONY: demo test test-exhaustive build lab grade selfcheck gradescope bench bench-engine bench-capstone bench-grading mutation clean help venv-python constraints
 
 help:
 	@echo "make demo   build, autograde the example submissions, print the gradebook"
@@ -36,6 +36,7 @@ help:
 	@echo "make student-edition CHAPTER=ch03_vjp_rules DEST=DIR  what a class's students may see up to CHAPTER, ready to push"
 	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
 	@echo "make bench-engine  the reference engine against torch on an MLP step (CPU)"
+	@echo "make bench-capstone [ARGS=--profile]  the capstone's training step, engine against torch: tokens/s and their ratio (CPU, one thread)"
 	@echo "make mutation [CHAPTER=...]  mutate every graded answer (cosmic-ray), grade each mutant; writes autograde/mutation/report.json"
 	@echo "make bench-grading  the grading command against plain nbgrader, side by side (ch01 and ch05; 1 job and one per core)"
 	@echo "make clean  remove run-time state (.work/); keeps .venv"
@@ -132,6 +133,9 @@ bench-grading: $(STAMP)
 
 bench-engine: $(STAMP)
 	$(PY) -m autograde.bench.engine
+
+bench-capstone: $(STAMP)
+	$(PY) -m autograde.bench.capstone $(ARGS)
 
 # The measure of the hidden tests: cosmic-ray's operators on every graded answer, each mutant graded in-process.
 # Rewrites autograde/mutation/report.json and survivors.json (commit them). CHAPTER=ch03_vjp_rules for one chapter.
