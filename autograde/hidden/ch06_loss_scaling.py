@@ -200,69 +200,7 @@ def check_bf16_specials(ns: dict) -> None:
                                  f"rounded through float32 is rounded twice, which can differ from rounding once)")
 
 
-# -- Exercise 3: float8 e4m3fn ----------------------------------------------------------------------------
-def torch_e4m3fn_bits(x: np.ndarray) -> np.ndarray:
-    return torch.from_numpy(np.ascontiguousarray(x)).to(torch.float8_e4m3fn).view(torch.uint8).numpy()
-
-
-def e4m3fn_grid() -> np.ndarray:
-    """The 126 positive finite float8_e4m3fn values, from torch, as float64."""
-    values = torch.arange(1, 127, dtype=torch.uint8).view(torch.float8_e4m3fn).double().numpy()
-    return np.sort(values)
-
-
-def check_e4m3fn_values(ns: dict) -> None:
-    """Bit for bit with torch in the format's range: every representable value, the midpoints, random values."""
-    __tracebackhide__ = True
-    fn = ns["e4m3fn_bits"]
-    rng = np.random.default_rng(29)
-    with quiet():
-        grid = np.concatenate([[0.0], e4m3fn_grid()])
-        middles = (grid[1:] + grid[:-1]) / 2
-        near = np.concatenate([middles, np.nextafter(middles.astype(np.float32), np.float32(0)),
-                               np.nextafter(middles.astype(np.float32), np.float32(np.inf))])
-        cases = {"every representable value": grid, "the midpoints between neighbours (ties: nearest even) and "
-                 "the float32 values next to them": near,
-                 "random values from 2**-12 to 400": np.exp2(rng.uniform(-12, np.log2(400), 20_000))}
-        for label, values in cases.items():
-            x = np.concatenate([values, -values]).astype(np.float32)
-            got = _call_rounding(fn, x, "e4m3fn_bits", np.uint8, label)
-            _compare_bits("e4m3fn_bits", x, got, torch_e4m3fn_bits(x), label, False)
-        for label, arr in [("a 0-d array", np.array(np.float32(0.3))), ("an empty (3, 0) array", np.zeros((3, 0), np.float32)),
-                           ("a transposed (4, 6) array", (rng.normal(size=(6, 4)) * 10).astype(np.float32).T)]:
-            got = _call_rounding(fn, arr, "e4m3fn_bits", np.uint8, label)
-            _compare_bits("e4m3fn_bits", arr, got, torch_e4m3fn_bits(arr), label, False)
-
-
-def check_e4m3fn_range(ns: dict) -> None:
-    """Outside the range, as torch casts: saturation to +-448 (inf included), NaN, zeros, underflow, errors."""
-    __tracebackhide__ = True
-    fn = ns["e4m3fn_bits"]
-    with quiet():
-        edges = np.array([448, 449, 463.99, 464, 464.01, 479.9, 480, 500, 1e4, 65504, 1e30, 3.4028235e38, np.inf,
-                          0.0, 2.0 ** -10, 2.0 ** -10 * 1.001, 2.0 ** -11, 1e-30, 1e-45, 2.0 ** -9 * 1.5, 2.0 ** -9 * 2.5],
-                         dtype=np.float32)
-        x = np.concatenate([edges, -edges])
-        got = _call_rounding(fn, x, "e4m3fn_bits", np.uint8, "values beyond the range, zeros and tiny values")
-        _compare_bits("e4m3fn_bits", x, got, torch_e4m3fn_bits(x), "values beyond the range, zeros and tiny values",
-                      False)
-        nans = NAN_BITS.view(np.float32)
-        got = _call_rounding(fn, nans, "e4m3fn_bits", np.uint8, "NaN inputs")
-        _compare_bits("e4m3fn_bits", nans, got, torch_e4m3fn_bits(nans), "NaN inputs (0x7f, or 0xff with the sign)",
-                      False)
-        for label, bad in [("a float64 array", np.array([1.0])), ("a Python list", [1.0]),
-                           ("a float16 array", np.ones(2, np.float16))]:
-            try:
-                fn(bad)
-            except TypeError:
-                continue
-            except Exception as error:  # noqa: BLE001
-                raise AssertionError(f"e4m3fn_bits of {label} raised {type(error).__name__}: {error}; expected "
-                                     f"TypeError") from None
-            raise AssertionError(f"e4m3fn_bits of {label} returned a result; expected TypeError")
-
-
-# -- Exercise 4: what float16 loses -----------------------------------------------------------------------
+# -- Exercise 3: what float16 loses -----------------------------------------------------------------------
 def torch_cast_losses(grad: np.ndarray, scale: float) -> tuple[float, float]:
     scaled = torch.from_numpy(np.ascontiguousarray(grad)) * scale
     kept = torch.isfinite(scaled) & (scaled != 0)
@@ -303,7 +241,7 @@ def check_cast_losses(ns: dict) -> None:
                 assert abs(value - w) <= 1e-12, f"the {which} fraction for {label}: got {value!r}, torch's cast gives {w!r}"
 
 
-# -- Exercise 5: static loss scaling ------------------------------------------------------------------------
+# -- Exercise 4: static loss scaling ------------------------------------------------------------------------
 def _engine_problem(ns: dict, init: list[np.ndarray], X: np.ndarray) -> tuple[list, Callable]:
     Tensor = ns["Tensor"]
     params = [Tensor(a.copy(), requires_grad=True) for a in init]
@@ -393,7 +331,7 @@ def check_scaled_step(ns: dict) -> None:
         assert got[1] is True, "after a skipped step, a step with scale 8 (no overflow) must be taken"
 
 
-# -- Exercise 6: GradScaler ---------------------------------------------------------------------------------
+# -- Exercise 5: GradScaler ---------------------------------------------------------------------------------
 class _Run:
     """The student's GradScaler and torch's, driven through the same scripted gradients."""
 
@@ -678,7 +616,7 @@ def check_scale_dtypes(ns: dict) -> None:
                                                 np.asarray(w.grad.data, np.float64), tw.grad.double().numpy(), rtol=1e-3)
 
 
-# -- Exercise 7: float16 training with float32 master weights --------------------------------------------------
+# -- Exercise 6: float16 training with float32 master weights --------------------------------------------------
 def _mlp(params: list, X: Any) -> Any:
     h = X
     for i in range(0, len(params), 2):
@@ -794,7 +732,7 @@ def check_fp16_skips(ns: dict) -> None:
             f"[32768.0, 16384.0, 16384.0, 32768.0, 16384.0, 16384.0]")
 
 
-# -- Exercise 8: autocast -----------------------------------------------------------------------------------
+# -- Exercise 7: autocast -----------------------------------------------------------------------------------
 def _autocast_ops(ns: dict) -> dict[str, tuple[Callable, Callable, int]]:
     """name -> (engine program, torch program, number of tensor inputs)."""
     from course.reference import ch03_vjp_rules as rules
