@@ -11,7 +11,6 @@ CG, CM, CR = "test_checkpoint_gradients", "test_checkpoint_memory", "test_checkp
 SP, RC = "test_sqrt_plan", "test_run_chain"
 PP = "test_plan_peak"
 OF, OB = "test_optimal_plan_fits", "test_optimal_plan_best"
-TG, TS = "test_torch_checkpoint_gradients", "test_torch_checkpoint_saved"
 
 CKPT_SAVE_TO_LEAVES = '''        ctx.save_for_backward(*arrays)                   # the inputs themselves: counted, freed, version-checked
         with no_grad():
@@ -193,8 +192,6 @@ MUTANTS = [
     Mutant("dp_budget_strict", "a rerun must stay strictly below the budget", "optimal_plan",
            "if held + inp[i] + prefix[stop] - prefix[i] > budget:",
            "if held + inp[i] + prefix[stop] - prefix[i] >= budget:", (OF, OB), visible=True),
-    Mutant("dp_tail_forgotten", "the loss's bytes are left out of every check", "optimal_plan",
-           "int(costs.tail)\n", "0\n", (OF, OB), visible=True),
     Mutant("dp_rerun_without_prefix", "a segment's rerun is checked without what the layers before it hold",
            "optimal_plan", "if held + inp[i] + prefix[stop] - prefix[i] > budget:",
            "if inp[i] + prefix[stop] - prefix[i] > budget:", (OF, OB), visible=True),
@@ -208,34 +205,8 @@ MUTANTS = [
            "layer is kept before a segment", "optimal_plan",
            "offer(i + 1, held + act[i], rerun, segments)", "offer(n, held + prefix[n] - prefix[i], rerun, segments)",
            (OF, OB), visible=True),
-    Mutant("dp_empty_instead_of_error", "returns no plan instead of raising when nothing fits", "optimal_plan",
-           '        raise ValueError(f"no plan keeps the peak within a budget of {budget} bytes")', "        return []",
-           (OF, OB), visible=True),
-    # -- Exercise 6: torch_checkpoint --------------------------------------------------------------------
-    Mutant("torch_rng_not_restored", "forward's random state is kept but never set before the rerun",
-           "torch_checkpoint", "                torch.set_rng_state(ctx.rng_state)", "                pass", (TG,),
-           visible=True),
-    Mutant("torch_rng_not_forked", "no fork_rng: the rerun's random state stays in place after backward",
-           "torch_checkpoint", "        with torch.random.fork_rng(devices=[], enabled=ctx.rng_state is not None):",
-           "        if True:", (TG,), visible=True),
-    Mutant("torch_inputs_detached", "the rerun's inputs are detached without requires_grad: no gradient reaches "
-           "them", "torch_checkpoint", "t.detach().requires_grad_(t.requires_grad)", "t.detach()", (TG,),
-           visible=True),
-    Mutant("torch_no_enable_grad", "the rerun runs in backward's grad mode (off): nothing is recorded",
-           "torch_checkpoint", "            with torch.enable_grad(), torch.autocast(\"cpu\", **ctx.autocast):",
-           "            with torch.autocast(\"cpu\", **ctx.autocast):", (TG,), visible=True),
-    Mutant("torch_rerun_without_autocast", "the rerun runs in backward's autocast state: after a torch.autocast block "
-           "closed, its products run in float32 where forward's ran in float16", "torch_checkpoint",
-           "            with torch.enable_grad(), torch.autocast(\"cpu\", **ctx.autocast):",
-           "            with torch.enable_grad():", (TG,), visible=True),
-    Mutant("torch_gradients_for_tensors_only", "backward returns gradients for the tensor arguments only: torch wants "
-           "one per argument of forward", "torch_checkpoint", "        return (None, None, *grads)",
-           "        return (None, None, *[g for g, t in zip(grads, ctx.is_tensor) if t])", (TG,), visible=True),
-    Mutant("torch_saves_output_too", "forward also saves the segment's output for backward", "torch_checkpoint",
-           "        ctx.save_for_backward(*[a for a in args if isinstance(a, torch.Tensor)])\n        return fn(*args)",
-           "        out = fn(*args)\n"
-           "        ctx.save_for_backward(*[a for a in args if isinstance(a, torch.Tensor)], out)\n"
-           "        return out", (TS,), visible=True),
+    Mutant("dp_rerun_count_off_by_one", "a segment (i, stop) counted as stop - i - 1 layers rerun", "optimal_plan",
+           "rerun + stop - i, segments", "rerun + stop - i - 1, segments", (OB,), visible=True),
     # -- concept checks ----------------------------------------------------------------------------------
     Mutant("concept_counted_wrong", "a wrong answer to the concept check on what a figure counts", "concept_counted",
            'answer_counted = "c"', 'answer_counted = "a"', ("test_concept_counted",), visible=False,
@@ -402,44 +373,6 @@ def run_chain(layers, x, plan=()):
     if not finals:
         raise ValueError(f"no plan fits within {budget} bytes")
     return min(finals, key=lambda s: s[1])[2]
-'''),
-    Alternative("torch_manual_rng", "the random state saved and put back by hand (try/finally) instead of fork_rng; "
-                "the tensor arguments found again by position", "torch_checkpoint",
-                '''class TorchCheckpoint(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, fn, preserve_rng_state, *args):
-        ctx.fn, ctx.args = fn, [None if isinstance(a, torch.Tensor) else a for a in args]
-        ctx.positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-        ctx.state = torch.get_rng_state() if preserve_rng_state else None
-        ctx.cast = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
-        ctx.save_for_backward(*[args[i] for i in ctx.positions])
-        return fn(*args)
-
-    @staticmethod
-    def backward(ctx, grad):
-        args = list(ctx.args)
-        for i, t in zip(ctx.positions, ctx.saved_tensors):
-            args[i] = t.detach().requires_grad_(t.requires_grad)
-        if ctx.state is not None:
-            outside = torch.get_rng_state()
-            torch.set_rng_state(ctx.state)
-        try:
-            with torch.enable_grad(), torch.autocast("cpu", enabled=ctx.cast[0], dtype=ctx.cast[1]):
-                out = ctx.fn(*args)
-        finally:
-            if ctx.state is not None:
-                torch.set_rng_state(outside)
-        if out.requires_grad:
-            out.backward(grad)
-        grads = [None] * len(args)
-        for i in ctx.positions:
-            if args[i].requires_grad:
-                grads[i] = args[i].grad
-        return (None, None) + tuple(grads)
-
-
-def torch_checkpoint(fn, *args, preserve_rng_state=True):
-    return TorchCheckpoint.apply(fn, preserve_rng_state, *args)
 '''),
 ]
 

@@ -2,7 +2,6 @@
 from autograde.hidden.rules import Rule
 
 FORMULA = ("test_formula_meter", "test_formula_torch")
-TORCH = ("test_torch_checkpoint_gradients",)
 
 RULES = (
     # Exercise 1: mlp_saved_bytes
@@ -75,17 +74,4 @@ RULES = (
          "as the best plan on section 6's 64-layer chain; the costs are left unchanged."),
     Rule("optimal.fast", ("test_optimal_plan_best",),
          "A 64-layer chain takes well under a second."),
-    # Exercise 6: torch_checkpoint
-    Rule("torch_ckpt.gradients", TORCH,
-         "The output, every gradient (None where torch gives none) and the numbers `torch.rand` draws after backward "
-         "equal `torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`'s, with dropout inside, non-tensor "
-         "arguments, parameters in the closure, unused and 0-d inputs, and `preserve_rng_state=False`."),
-    Rule("torch_ckpt.autocast", TORCH,
-         "The rerun computes in forward's dtypes under `torch.autocast(\"cpu\")` (float16 and bfloat16, on or off in "
-         "forward and in backward); outputs and gradients equal torch's reentrant checkpoint's."),
-    Rule("torch_ckpt.modes", TORCH,
-         "float32 gradients stay float32; inside `torch.no_grad()` the output does not require grad."),
-    Rule("torch_ckpt.saved", ("test_torch_checkpoint_saved",),
-         "The pack hook of `saved_tensors_hooks` sees exactly what `torch.utils.checkpoint` saves: each tensor "
-         "argument once, nothing else."),
 )
