@@ -12,7 +12,7 @@ CS, AT = "test_causal_softmax", "test_attention"
 BL, LO = "test_block", "test_loss"
 DE, TS = "test_decayed", "test_train_step"
 SK, SS = "test_scaled_skips", "test_scaled_step"
-BB, SB = "test_block_bytes", "test_saved_bytes"
+BB = "test_block_bytes"
 DECAY = 'return [n for n, w in W.items() if len(w.shape) == 2 and n not in ("tok_emb", "pos_emb")]'
 CLIP_ONCE = '''        total += float(part.item())
     if max_norm is not None:
@@ -45,7 +45,7 @@ MUTANTS = [
            "embedding", 'if ids.dtype.kind not in "iu":', 'if ids.dtype.kind != "i":', (EF, EB), visible=False,
            hidden_because="the visible test's ids are signed (int32, int64, Python ints)"),
     Mutant("emb_negative_ids_wrap", "only ids too large are refused: a negative id silently picks a row from the end",
-           "embedding", "(ids.min() < 0 or ids.max() >= table.shape[0])", "ids.max() >= table.shape[0]", (EF,),
+           "embedding", "(ids.min() < 0 or ids.max() >= rows)", "ids.max() >= rows", (EF,),
            visible=True),
     Mutant("emb_float_ids_accepted", "float ids are cast to int instead of refused", "embedding",
            'raise TypeError(f"embedding ids must be integers, got dtype {ids.dtype}")', "ids = ids.astype(np.int64)",
@@ -151,46 +151,22 @@ MUTANTS = [
            "        scaler.scale(loss).backward()\n        total += float(loss.item())",
            "        loss = scaler.scale(loss)\n        loss.backward()\n        total += float(loss.item())", (SK, SS),
            visible=True),
-    # -- Exercise 7: the saved bytes --------------------------------------------------------------------------------
+    # -- Exercise 7: one block's saved bytes --------------------------------------------------------------------------------
     Mutant("mem_probs_once", "the probabilities counted once: the input of probs @ v taken for free, being the same "
            "array as the softmax's output", "memory", "2 * B * n_heads * T * T", "B * n_heads * T * T",
-           (BB, SB), visible=True),
+           (BB,), visible=True),
     Mutant("mem_probs_linear_in_T", "the probabilities counted as T numbers a query, not T * T a head",
-           "memory", "2 * B * n_heads * T * T", "2 * B * n_heads * T", (BB, SB), visible=True),
+           "memory", "2 * B * n_heads * T * T", "2 * B * n_heads * T", (BB,), visible=True),
     Mutant("mem_probs_one_head", "the probabilities of one head only", "memory", "2 * B * n_heads * T * T",
-           "2 * B * T * T", (BB, SB), visible=True),
+           "2 * B * T * T", (BB,), visible=True),
     Mutant("mem_mlp_width_d", "the MLP's arrays counted at width d instead of d_ff", "memory",
-           "2 * N * d_ff + N * d_ff", "2 * N * d + N * d", (BB, SB), visible=True),
+           "2 * N * d_ff + N * d_ff", "2 * N * d + N * d", (BB,), visible=True),
     Mutant("mem_qkv_input_once", "the input of the q, k and v products counted once, being one array: the meter "
-           "counts each save", "memory", "+ 3 * N * d + 2 * N * d + 1", "+ N * d + 2 * N * d + 1", (BB, SB), visible=True),
+           "counts each save", "memory", "+ 3 * N * d + 2 * N * d + 1", "+ N * d + 2 * N * d + 1", (BB,), visible=True),
     Mutant("mem_norm_std_forgotten", "the layer norms' 1/std left out (only the (N, d) arrays counted)", "memory",
-           "2 * (2 * N * d + N)", "2 * (2 * N * d)", (BB, SB), visible=True),
+           "2 * (2 * N * d + N)", "2 * (2 * N * d)", (BB,), visible=True),
     Mutant("mem_scale_constant_forgotten", "the 0-d constant 1/sqrt(d_head) left out as too small to matter",
-           "memory", "2 * N * d + 1 +", "2 * N * d +", (BB, SB), visible=True),
-    Mutant("mem_itemsize_fixed_4", "itemsize fixed to float32's 4 bytes whatever the dtype", "memory",
-           "s, ids = np.dtype(dtype).itemsize, 8 * B * T", "s, ids = 4, 8 * B * T", (SB,), visible=True),
-    Mutant("mem_ids_forgotten", "the embedding's int64 ids left out", "memory", ", 8 * B * T", ", 0", (SB,),
-           visible=True),
-    Mutant("mem_ids_at_itemsize", "the ids counted at the weights' itemsize, not int64's 8 bytes", "memory",
-           ", 8 * B * T", ", np.dtype(dtype).itemsize * B * T", (SB,), visible=True),
-    Mutant("mem_tied_head_always", "the transposed token table counted for an untied head too", "memory",
-           "(vocab * d * s if tied else 0)", "vocab * d * s", (SB,), visible=True),
-    Mutant("mem_tied_head_never", "the tied head's tok_emb.T left out, as if a parameter", "memory",
-           "(vocab * d * s if tied else 0)", "0", (SB,), visible=True),
-    Mutant("mem_layers_times_outside", "n_layers applied to the outside terms too", "memory",
-           '"after forward": outside + n_layers * one_block, "peak": outside + n_layers * one_block',
-           '"after forward": n_layers * (outside + one_block), "peak": n_layers * (outside + one_block)', (SB,), visible=True),
-    Mutant("mem_ckpt_inputs_forgotten", "with checkpointing, the blocks' inputs left out of the end of forward",
-           "memory", '"after forward": outside + inputs, "peak": max(outside + inputs,',
-           '"after forward": outside, "peak": max(outside,', (SB,), visible=True),
-    Mutant("mem_ckpt_peak_without_rerun", "the checkpointed peak taken as the end of forward, without the rerun of a "
-           "block", "memory", 'max(outside + inputs, ids + inputs + one_block)', 'outside + inputs', (SB,), visible=True),
-    Mutant("mem_ckpt_peak_always_rerun", "the checkpointed peak taken as the rerun of a block, even where the end of "
-           "forward is larger", "memory", 'max(outside + inputs, ids + inputs + one_block)',
-           'ids + inputs + one_block', (SB,), visible=True),
-    Mutant("mem_ckpt_rerun_on_top", "the rerun block added to everything kept at the end of forward (the tail is "
-           "freed before the blocks' backward)", "memory", 'max(outside + inputs, ids + inputs + one_block)',
-           'outside + inputs + one_block', (SB,), visible=True),
+           "memory", "2 * N * d + 1 +", "2 * N * d +", (BB,), visible=True),
     # -- concept checks ----------------------------------------------------------------------------------------
     Mutant("concept_scatter_wrong", "a wrong answer to the concept check on a repeated token", "concept_scatter",
            'answer_scatter = "c"', 'answer_scatter = "a"', ("test_concept_scatter",), visible=False,
@@ -198,9 +174,6 @@ MUTANTS = [
     Mutant("concept_mask_wrong", "a wrong answer to the concept check on where the mask goes", "concept_mask",
            'answer_mask = "a"', 'answer_mask = "b"', ("test_concept_mask",), visible=False,
            hidden_because="the expected letter is only in the hidden test"),
-    Mutant("concept_quadratic_wrong", "a wrong answer to the concept check on what grows with T squared",
-           "concept_quadratic", 'answer_quadratic = "d"', 'answer_quadratic = "a"', ("test_concept_quadratic",),
-           visible=False, hidden_because="the expected letter is only in the hidden test"),
     Mutant("concept_decay_wrong", "a wrong answer to the concept check on decay on a norm", "concept_decay",
            'answer_decay = "b"', 'answer_decay = "a"', ("test_concept_decay",), visible=False,
            hidden_because="the expected letter is only in the hidden test"),
@@ -396,49 +369,20 @@ def step(W, optimizer, x, y, n_heads, max_norm, micro_batches, checkpoint=False)
 ]
 
 ALTERNATIVES += [
-    Alternative("memory_term_table", "each block's arrays as a table of (count, numbers) pairs; the int64 itemsize "
-                "asked of NumPy; the peak by a comparison", "memory", '''def block_saved_bytes(B, T, d, n_heads, d_ff, itemsize):
+    Alternative("memory_term_table", "each block's arrays as a table of (count, numbers) pairs", "memory", '''def block_saved_bytes(B, T, d, n_heads, d_ff, itemsize):
     N = B * T
     table = [(2, N * d), (2, N), (2, N * d),            # ln1, ln2: x-hat, 1/std, x-hat again
              (3, N * d), (2, N * d), (1, 1),            # the q, k, v input; q and k^T; the constant
              (2, B * n_heads * T * T), (1, N * d),      # the probabilities twice; v
              (2, N * d), (2, N * d_ff), (1, N * d_ff)]  # proj's and fc's inputs; GELU; mlp.proj's input
     return itemsize * sum(count * size for count, size in table)
-
-
-def saved_bytes_formula(vocab, B, T, d, n_heads, d_ff, n_layers, tied, dtype, checkpoint):
-    itemsize = np.dtype(dtype).itemsize
-    rows = B * T
-    embedding_ids = rows * np.dtype(np.int64).itemsize
-    tail = tail_saved_bytes(vocab, B, T, d, itemsize) + (vocab * d * itemsize if tied else 0)
-    if checkpoint:
-        kept = rows * d * itemsize * n_layers
-        end = embedding_ids + kept + tail
-        rerun = embedding_ids + kept + block_saved_bytes(B, T, d, n_heads, d_ff, itemsize)
-        return {"after forward": end, "peak": end if end > rerun else rerun}
-    end = embedding_ids + tail + sum(block_saved_bytes(B, T, d, n_heads, d_ff, itemsize) for _ in range(n_layers))
-    return dict(peak=end, **{"after forward": end})
 '''),
-    Alternative("memory_dict_of_terms", "named terms in a dict, summed; the itemsize of an empty array", "memory",
+    Alternative("memory_dict_of_terms", "named terms in a dict, summed", "memory",
                 '''def block_saved_bytes(B, T, d, n_heads, d_ff, itemsize):
     rows = B * T
     terms = {"layer norms": 2 * (rows * d + rows + rows * d), "inputs of q, k, v, proj, fc": 5 * rows * d,
              "q, k^T and v": 3 * rows * d, "scale": 1, "probabilities": 2 * B * n_heads * T ** 2, "mlp": 3 * rows * d_ff}
     return int(sum(terms.values())) * itemsize
-
-
-def saved_bytes_formula(vocab, B, T, d, n_heads, d_ff, n_layers, tied, dtype, checkpoint):
-    s = np.empty(0, dtype=dtype).itemsize
-    one = block_saved_bytes(B, T, d, n_heads, d_ff, s)
-    held = {"ids": 8 * B * T, "tail": tail_saved_bytes(vocab, B, T, d, s), "tied head": vocab * d * s * int(tied)}
-    if checkpoint:
-        held["block inputs"] = n_layers * B * T * d * s
-        rerun = held["ids"] + held["block inputs"] + one
-    else:
-        held["blocks"] = n_layers * one
-        rerun = 0
-    total = sum(held.values())
-    return {"after forward": total, "peak": max(total, rerun)}
 '''),
 ]
 
