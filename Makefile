@@ -22,7 +22,7 @@ PY     := $(BIN)/python
 # Shell: supported PATH succeeds if PATH runs a Python in SUPPORTED_PYTHONS; sets ver=X.Y.Z.
 SUPPORTED_SH = supported() { ver=$$("$$1" -c 'import platform; print(platform.python_version())' 2>/dev/null) && case " $(SUPPORTED_PYTHONS) " in *" $${ver%.*} "*) return 0;; esac; return 1; }
 
-.PHONY: demo test test-exhaustive build lab grade selfcheck gradescope bench bench-engine bench-capstone bench-grading mutation clean help venv-python constraints
+.PHONY: demo test test-exhaustive build lab grade selfcheck own-engine gradescope bench bench-engine bench-capstone bench-grading mutation clean help venv-python constraints
 
 help:
 	@echo "make demo   build, autograde the example submissions, print the gradebook"
@@ -32,6 +32,7 @@ help:
 	@echo "make lab [SOLUTIONS=1]  JupyterLab on your copies of the student notebooks (.work/lab/), on 127.0.0.1; SOLUTIONS=1 adds the solutions"
 	@echo "make grade SUBMISSIONS=DIR|ZIP [JOBS=2] [WEAK=1]  grade students' submissions, contained (see autograde/grade --help)"
 	@echo "make selfcheck NB=PATH [WEAK=1]  grade your own notebook and see what each exercise lost, and why"
+	@echo "make own-engine NB=DIR  your own engine (chapters 2-7 from your notebooks in DIR, e.g. .work/lab) trains the capstone's transformer, its loss beside torch's"
 	@echo "make gradescope  export each chapter as a Gradescope autograder zip into .work/gradescope/"
 	@echo "make student-edition CHAPTER=ch03_vjp_rules DEST=DIR  what a class's students may see up to CHAPTER, ready to push"
 	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
@@ -114,6 +115,12 @@ grade: $(STAMP)
 selfcheck: $(STAMP)
 	@test -n "$(NB)" || { echo "usage: make selfcheck NB=path/to/chapter.ipynb"; exit 2; }
 	$(PY) -m autograde.grader.apps.selfcheck "$(NB)" $(if $(WEAK),--weak-containment)
+
+# Your chapters 2-7 (DIR/<chapter>/<chapter>.ipynb as make lab has them, or DIR/<chapter>.ipynb) become a package in
+# .work/own_engine/; each piece the capstone uses is checked against torch, then the capstone trains on it.
+own-engine: $(STAMP)
+	@test -n "$(NB)" || { echo "usage: make own-engine NB=path/to/folder (your notebooks: .work/lab after make lab, or a folder of chapter notebooks)"; exit 2; }
+	$(PY) -m autograde.own_engine "$(NB)"
 
 gradescope: $(STAMP)
 	$(PY) -m autograde.build --if-stale
