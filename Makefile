@@ -92,10 +92,10 @@ constraints: $(STAMP)
 	$(BIN)/uv pip compile --no-python-downloads pyproject.toml --extra test --extra mutation --universal --python-version $(firstword $(SUPPORTED_PYTHONS)) -o constraints.txt
 
 build: $(STAMP)
-	$(PY) -m autograde.build
+	$(PY) -m autograde.authoring
 
 demo: $(STAMP)
-	$(PY) -m autograde.build --if-stale
+	$(PY) -m autograde.authoring --if-stale
 	$(PY) -m autograde.demo
 
 # The suite's parts that share an expensive run (the demo, a chapter's verdicts, a corpus run) stay on one worker
@@ -109,7 +109,7 @@ test-exhaustive: $(STAMP)
 
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=path/to/submitted-or-folder-or.zip [JOBS=2]"; exit 2; }
-	$(PY) -m autograde.build --if-stale
+	$(PY) -m autograde.authoring --if-stale
 	autograde/grade "$(SUBMISSIONS)" $(if $(JOBS),--jobs $(JOBS)) $(if $(WEAK),--weak-containment)
 
 selfcheck: $(STAMP)
@@ -123,14 +123,14 @@ own-engine: $(STAMP)
 	$(PY) -m autograde.own_engine "$(NB)"
 
 gradescope: $(STAMP)
-	$(PY) -m autograde.build --if-stale
+	$(PY) -m autograde.authoring --if-stale
 	for ch in $$(ls source); do test -f source/$$ch/$$ch.ipynb || continue; $(PY) -m autograde.grader.apps.gradescope export $$ch .work/gradescope $(if $(WEAK),--weak-containment) || exit 1; done
 
 .PHONY: student-edition
 student-edition: $(STAMP)
 	@test -n "$(CHAPTER)" -a -n "$(DEST)" || { echo "usage: make student-edition CHAPTER=ch03_vjp_rules DEST=path/to/folder"; exit 2; }
-	$(PY) -m autograde.build --if-stale
-	$(PY) -m autograde.build.edition "$(CHAPTER)" "$(DEST)"
+	$(PY) -m autograde.authoring --if-stale
+	$(PY) -m autograde.authoring.edition "$(CHAPTER)" "$(DEST)"
 
 bench: $(STAMP)
 	$(PY) -m autograde.bench.notebooks

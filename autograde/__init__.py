@@ -1,7 +1,7 @@
 """The instructor's side of the course: never shipped to students, never needed in a student's kernel.
 
-- autograde.build: one source, many products (release/, solutions/, course/reference/, examples) and the
-  mutant catalogues (`python -m autograde.build`).
+- autograde.authoring: one source, many products (release/, solutions/, course/reference/, examples) and the
+  mutant catalogues (`python -m autograde.authoring`).
 - autograde.grader: grading untrusted submissions with nbgrader: the command (`autograde/grade`), the
   contained kernel, the pipeline steps nbgrader_config.py adds, incidents, self-check and Gradescope.
 - autograde.hidden: what the grader runs inside a student's kernel at grading time (the chapters'

@@ -19,7 +19,7 @@ from pathlib import Path
 from course import CHAPTERS
 
 from autograde import notebook as nbk
-from autograde.build import catalogue as mut
+from autograde.authoring import catalogue as mut
 from autograde.grader import containment
 from autograde.grader.apps.grade import grade_all
 from autograde.grader.records.settings import Settings

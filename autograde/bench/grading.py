@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograde.build import products as build
+from autograde.authoring import products as build
 from autograde import notebook as nbk
 from autograde.grader.apps.grade import grade_all
 from autograde.grader.workspace import Workspace

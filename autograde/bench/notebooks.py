@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from course import CHAPTERS
-from autograde.build import products as build
+from autograde.authoring import products as build
 from autograde import notebook as nbk
 from autograde.grader.core import grade_one
 
@@ -42,7 +42,7 @@ def bench_chapter(chapter: str) -> dict[str, float]:
         # The kernel is measured alone: run it from a child process so its peak RSS is isolated.
         code = (
             "import sys, time, resource; from pathlib import Path;"
-            "from autograde.build import products as build; from autograde.bench import notebooks as bench;"
+            "from autograde.authoring import products as build; from autograde.bench import notebooks as bench;"
             f"t = bench.time_execution(build.solution_skeleton({chapter!r}), Path({tmp!r}));"
             "print(t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)"
         )

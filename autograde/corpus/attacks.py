@@ -24,7 +24,7 @@ from nbformat import NotebookNode
 
 from autograde import paths as build
 from course import CHAPTERS
-from autograde.build import catalogue as mut
+from autograde.authoring import catalogue as mut
 from autograde import notebook as nbk
 
 

@@ -1,4 +1,4 @@
-"""Mutants and alternatives for ch01_chain_rule (loaded by autograde.build.catalogue.load).
+"""Mutants and alternatives for ch01_chain_rule (loaded by autograde.authoring.catalogue.load).
 
 Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the
 test cells that must then score 0, all of its own exercise: when graded, test_jvp runs the
@@ -6,7 +6,7 @@ student's jvp on the reference Dual (autograde.hidden.harness), so a Dual bug co
 the Dual test cell of its concept (arithmetic or functions). Each alternative replaces a
 whole answer cell by another correct answer and must keep full marks.
 """
-from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
+from autograde.authoring.catalogue import Alternative, ExampleStudent, Mutant
 
 CD = ("test_central_difference",)
 ARITH = ("test_dual_arithmetic",)

@@ -1,4 +1,4 @@
-"""Mutants and alternatives for ch02_tape (loaded by autograde.build.catalogue.load).
+"""Mutants and alternatives for ch02_tape (loaded by autograde.authoring.catalogue.load).
 
 Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the
 test cells that must then score 0, and they are all test cells of the mutant's own
@@ -11,7 +11,7 @@ integrates the others. `visible` records whether the visible test of the mutant'
 exercise catches it when a student runs the notebook. Each alternative replaces a whole
 answer cell by another correct answer and must keep full marks.
 """
-from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
+from autograde.authoring.catalogue import Alternative, ExampleStudent, Mutant
 
 ACC = ("test_accumulate_grad",)
 REC = ("test_recording",)

@@ -1,15 +1,15 @@
-"""Mutants and alternatives for ch04_accumulation (loaded by autograde.build.catalogue.load).
+"""Mutants and alternatives for ch04_accumulation (loaded by autograde.authoring.catalogue.load).
 
 Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the test cells that
 must then score 0, all of them test cells of the mutant's own exercise: the grader runs each test cell
 on the reference code of the chapter's other exercises (autograde/hidden/harness.py), so a broken meter
 costs only the meter's point. `visible` records whether the visible part of those test cells catches
-the mutant when a student runs the notebook (autograde.build.visible measures it).
+the mutant when a student runs the notebook (autograde.authoring.visible measures it).
 Each alternative replaces a whole answer cell by another correct answer and must keep full marks.
 """
-from autograde.build import products as build
+from autograde.authoring import products as build
 from autograde import notebook as nbk
-from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
+from autograde.authoring.catalogue import Alternative, ExampleStudent, Mutant
 
 CHAPTER = "ch04_accumulation"
 ZERO_GRAD = ("test_zero_grad",)

@@ -1,10 +1,10 @@
-"""Mutants and alternatives for ch05_grad_modes (loaded by autograde.build.catalogue.load).
+"""Mutants and alternatives for ch05_grad_modes (loaded by autograde.authoring.catalogue.load).
 
 Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the test cells that must then
 score 0, all of its own exercise (the grader runs each test cell on the course's solution of the other
 exercises). Each alternative replaces a whole answer cell by another correct answer and must keep full marks.
 """
-from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
+from autograde.authoring.catalogue import Alternative, ExampleStudent, Mutant
 
 NEST, THREADS, DECO = "test_grad_mode_nesting", "test_grad_mode_threads", "test_grad_mode_decorators"
 FLAGS, INFT = "test_inference_mode_flags", "test_inference_tensors"

@@ -1,10 +1,10 @@
-"""Mutants and alternatives for ch07_checkpointing (loaded by autograde.build.catalogue.load).
+"""Mutants and alternatives for ch07_checkpointing (loaded by autograde.authoring.catalogue.load).
 
 Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the test cells that must then
 score 0, all of its own exercise (the grader runs each test cell on the course's solution of the other
 exercises). Each alternative replaces a whole answer cell by another correct answer and must keep full marks.
 """
-from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
+from autograde.authoring.catalogue import Alternative, ExampleStudent, Mutant
 
 FM, FT = "test_formula_meter", "test_formula_torch"
 CG, CM, CR = "test_checkpoint_gradients", "test_checkpoint_memory", "test_checkpoint_rng"

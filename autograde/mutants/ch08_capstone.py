@@ -1,10 +1,10 @@
-"""Mutants and alternatives for ch08_capstone (loaded by autograde.build.catalogue.load).
+"""Mutants and alternatives for ch08_capstone (loaded by autograde.authoring.catalogue.load).
 
 Each mutant edits one answer cell of a perfect submission; `loses` lists exactly the test cells that must then
 score 0, all of its own exercise (the grader runs each test cell on the course's solution of the other
 exercises). Each alternative replaces a whole answer cell by another correct answer and must keep full marks.
 """
-from autograde.build.catalogue import Alternative, ExampleStudent, Mutant
+from autograde.authoring.catalogue import Alternative, ExampleStudent, Mutant
 
 EF, EB = "test_embedding_forward", "test_embedding_backward"
 GV, GG = "test_gelu_values", "test_gelu_gradient"

@@ -16,7 +16,7 @@ them), so `Node | None` made `Node & None` is no bug for a test to find.
 
 Every mutant that compiles and differs from the others is graded (`grade`): the chapter's filled notebook runs once,
 and each mutant runs in a forked child from its changed cell up to the last test cell of its own exercise, with the
-hidden tests, the harness and the grader's scoring rules (autograde.build.verdicts). A mutant is killed when any
+hidden tests, the harness and the grader's scoring rules (autograde.authoring.verdicts). A mutant is killed when any
 test cell scores 0 or its run dies (a cell past its limit dies as the grader would stop it). A survivor is either
 killed by a new rule and check, or listed in equivalent.json with its reason (it computes the same thing as the
 reference on every input the exercise's rules admit).
@@ -125,7 +125,7 @@ def answer_cells(chapter: str) -> dict[str, tuple[str, set[int]]]:
     """grade_id -> (source, the numbers of its lines that the student writes) of every graded answer cell of the
     chapter's perfect submission (one that a test cell grades; an optional exercise has none), in notebook order.
     The student writes the lines between the solution markers; the rest of an answer cell is given."""
-    from autograde.build.verdicts import graded_notebook
+    from autograde.authoring.verdicts import graded_notebook
 
     nb = graded_notebook(chapter)
     graded = nbk.tests_of(nb)
@@ -190,8 +190,8 @@ def equivalent(chapter: str) -> dict[tuple[str, str, str, str], str]:
 def grade(chapter: str, mutants: list[Generated], parallel: int = 2) -> dict[str, dict[str, str]]:
     """mutant id -> the test cells it loses and why (empty: it survived), each graded in-process up to the last test
     cell of its own exercise."""
-    from autograde.build.catalogue import Alternative
-    from autograde.build.verdicts import BASE, graded_notebook, measure_until
+    from autograde.authoring.catalogue import Alternative
+    from autograde.authoring.verdicts import BASE, graded_notebook, measure_until
 
     nb = graded_notebook(chapter)
     tests_of = nbk.tests_of(nb)

@@ -1,7 +1,7 @@
 """A student's chapters 2-7, collected from their notebooks into an importable package, and imported.
 
 How the package is made (the way `make build` makes course/reference/<chapter>.py, see
-autograde.build.products.make_reference, with the same cell helpers of autograde.notebook):
+autograde.authoring.products.make_reference, with the same cell helpers of autograde.notebook):
 
 - The SOURCE notebook decides what goes into a chapter's module and in which order: its code cells tagged
   `export`, in notebook order. Each is taken from the STUDENT's notebook: an answer cell (nbgrader solution=True)

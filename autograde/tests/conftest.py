@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from course import CHAPTERS
-from autograde.build import products as build
-from autograde.build import catalogue as mut
+from autograde.authoring import products as build
+from autograde.authoring import catalogue as mut
 from autograde import notebook as nbk
 
 
@@ -95,9 +95,9 @@ def demo(run_folder):
 @pytest.fixture(scope="session")
 def student_runs():
     """chapter -> (single-stub findings, visible outcomes): the release run as a student runs it, once per chapter,
-    with every catalogued mutant and every exercise left as its stub forked from it (autograde.build.single_stub);
+    with every catalogued mutant and every exercise left as its stub forked from it (autograde.authoring.single_stub);
     the stubbed runs leave the demo cells out (the exhaustive tier runs them with: test_single_stub)."""
-    from autograde.build import single_stub
+    from autograde.authoring import single_stub
 
     cache: dict[str, tuple] = {}
 

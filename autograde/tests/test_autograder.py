@@ -46,7 +46,7 @@ CH = "ch01_chain_rule"
 CELL_TIMEOUT = 10
 """CPU seconds per cell for the corpus (the grader's default is 60): the attacks that loop are stopped by it, four of
 them with cpu_hog, so it sets the corpus's length; chapter 1's slowest cell takes under half a second on an idle machine
-(`python -m autograde.build.verdicts ch01_chain_rule` runs it in-process), so 10 s holds on a loaded one."""
+(`python -m autograde.authoring.verdicts ch01_chain_rule` runs it in-process), so 10 s holds on a loaded one."""
 ATTACKS = {a.name: a for a in corpus.attacks(CH)}
 UNPRIVILEGED = (*corpus.SANDBOX, *corpus.JUDGE, "not_json", "empty_file", "pasted_no_metadata", "other_chapter")
 """What the unprivileged run grades: the attacks whose outcome depends on the sandbox, and the bad inputs (never

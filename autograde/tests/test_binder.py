@@ -13,8 +13,8 @@ import yaml
 from packaging.specifiers import SpecifierSet
 
 from course import CHAPTERS
-from autograde.build import edition
-from autograde.build.edition import tomllib
+from autograde.authoring import edition
+from autograde.authoring.edition import tomllib
 from autograde.paths import REPO, release_path
 
 BINDER = REPO / ".binder"

@@ -3,7 +3,7 @@
 - One bug costs one exercise: a mutant loses only test cells of its own exercise, unless a test cell
   declares that its exercise integrates the chapter's pieces (then the notebook says so to the student).
 - Every mutant records whether the visible test of its exercise catches it, and the record is true:
-  measured by running the release's visible tests as a student would (autograde.build.visible).
+  measured by running the release's visible tests as a student would (autograde.authoring.visible).
 - The visible tests catch at least 90% of the mutants of graded code (concept checks, whose answers
   live only in the hidden tests, are not counted); each exception says why only hidden tests can.
 """

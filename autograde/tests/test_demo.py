@@ -8,12 +8,12 @@ import re
 import pytest
 
 from course import CHAPTERS
-from autograde.build import catalogue as mut
-from autograde.build.examples import example_losses
+from autograde.authoring import catalogue as mut
+from autograde.authoring.examples import example_losses
 from autograde import notebook as nbk
 
 from .conftest import catalogue, source
-from autograde.build import products as build
+from autograde.authoring import products as build
 
 from .test_products import _hidden_lines, answer_lines
 

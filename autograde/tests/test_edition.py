@@ -1,4 +1,4 @@
-"""The student edition (autograde.build.edition) holds what a class's students may see, and its notebooks run.
+"""The student edition (autograde.authoring.edition) holds what a class's students may see, and its notebooks run.
 
 Leaks are looked for in every file of the edition, line by line (a notebook's cells and outputs parsed, and its
 raw JSON): no solution line of this chapter or a later one, no hidden-test line, no line of autograde/hidden/,
@@ -28,7 +28,7 @@ from nbformat.v4 import new_code_cell
 
 from course import CHAPTERS
 from autograde import notebook as nbk
-from autograde.build import edition
+from autograde.authoring import edition
 from autograde.paths import REPO, reference_path, release_path, source_path
 
 from .test_products import _hidden_lines

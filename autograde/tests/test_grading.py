@@ -21,11 +21,11 @@ import pytest
 
 from course import CHAPTERS
 from autograde.grader.records.limits import LIMITS
-from autograde.build import products as build
-from autograde.build import catalogue as mut
-from autograde.build.examples import example_losses
+from autograde.authoring import products as build
+from autograde.authoring import catalogue as mut
+from autograde.authoring.examples import example_losses
 from autograde import notebook as nbk
-from autograde.build.verdicts import regions, share
+from autograde.authoring.verdicts import regions, share
 from autograde.grader.core import Submission, grade_in_parallel
 from autograde.grader.records.settings import Settings
 

@@ -7,7 +7,7 @@ import re
 import nbformat
 import pytest
 
-from autograde.build import catalogue as mut
+from autograde.authoring import catalogue as mut
 from autograde import notebook as nbk
 
 from .conftest import catalogue, source, graded_test_cells
@@ -142,8 +142,8 @@ def test_deleted_test_cells_can_be_restored(chapter):
 
 def test_demo_cells_are_safe_to_skip(chapter):
     """A cell marked course.demo (skipped by the in-process verdicts) is a given cell, and no later cell that runs
-    reads a name it bound (autograde.build.demo_cells)."""
-    from autograde.build.demo_cells import problems
+    reads a name it bound (autograde.authoring.demo_cells)."""
+    from autograde.authoring.demo_cells import problems
 
     found = problems(source(chapter))
     assert not found, f"{chapter}: demo marks that the in-process grading cannot honour:\n  " + "\n  ".join(found)

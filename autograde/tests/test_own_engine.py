@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from autograde import notebook as nbk
-from autograde.build import catalogue as mut
+from autograde.authoring import catalogue as mut
 from autograde.own_engine import checks, cli, collect
 from autograde.paths import REPO, example_path
 from course import CHAPTERS

@@ -5,7 +5,7 @@ import ast
 import importlib
 import json
 
-from autograde.build import products as build
+from autograde.authoring import products as build
 from autograde import notebook as nbk
 
 from .conftest import catalogue, source

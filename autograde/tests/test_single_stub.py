@@ -1,4 +1,4 @@
-"""An unfinished exercise never breaks the rest of the notebook (autograde.build.single_stub), and the stand-in
+"""An unfinished exercise never breaks the rest of the notebook (autograde.authoring.single_stub), and the stand-in
 that makes it so never earns the exercise's own points under the grader."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from course.checking import answer_or_reference, is_stub
 
-from autograde.build import single_stub
+from autograde.authoring import single_stub
 
 
 def _check(chapter: str, found: dict) -> None:
@@ -31,8 +31,8 @@ def test_any_one_exercise_left_as_its_stub_breaks_no_demo_cell_either(chapter):
 def test_leaving_the_demo_cells_out_leaves_out_nothing_else(chapter):
     """The cells make test's stubbed runs skip are exactly the chapter's demo cells, and none is an answer or a test."""
     from autograde import notebook as nbk
-    from autograde.build import visible
-    from autograde.build.demo_cells import is_demo
+    from autograde.authoring import visible
+    from autograde.authoring.demo_cells import is_demo
     from autograde.paths import source_path
 
     cells = visible.plan(chapter, ())["cells"]

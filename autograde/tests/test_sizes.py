@@ -1,4 +1,4 @@
-"""The size model (autograde.build.sizes) that judges a chapter's time: it counts the given code a student reads, and
+"""The size model (autograde.authoring.sizes) that judges a chapter's time: it counts the given code a student reads, and
 its constants agree with the reviewers' estimates on the notebooks they read (issue 32)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from autograde import notebook as nbk
-from autograde.build import sizes
+from autograde.authoring import sizes
 
 
 def _cell(kind: str, source: str, **grader) -> nbformat.NotebookNode:

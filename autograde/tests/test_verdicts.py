@@ -1,12 +1,12 @@
 """The catalogue, graded in-process: every mutant loses exactly its declared test cells, every alternative keeps
 full marks, the solution passes every cell; and the in-process verdicts equal the real grader's on a sample.
 
-autograde.build.verdicts runs each chapter's notebook once and each case from a fork, with the grader's harness
+autograde.authoring.verdicts runs each chapter's notebook once and each case from a fork, with the grader's harness
 around every test cell (isolation, provenance, the torch guard, blocked imports), in a few seconds per case
 instead of a kernel per submission. That it gives what nbgrader gives is checked here on every chapter's
 bundled example students (graded by the demo through autograde/grade), among them one that
 changes every answer cell (erin: an alternative or a mutant in each, Catalogue.sample). Cases that change
-different lines share a run to the end of the notebook (autograde.build.verdicts.share), where only a spill
+different lines share a run to the end of the notebook (autograde.authoring.verdicts.share), where only a spill
 into cells no case of the run claims is looked for; each case's own exercise is graded in a run of its own, so
 two mutants of one exercise may share (in the exhaustive tier, where nothing else grades them, cases that claim
 the same cell never share a submission). COURSE_GRADE_SEPARATELY=1 runs each alone. `make test-exhaustive` grades
@@ -23,9 +23,9 @@ import pytest
 
 from course import CHAPTERS
 from autograde import notebook as nbk
-from autograde.build import verdicts as inproc
-from autograde.build.examples import example_losses
-from autograde.build.forked import BASE
+from autograde.authoring import verdicts as inproc
+from autograde.authoring.examples import example_losses
+from autograde.authoring.forked import BASE
 
 from .conftest import catalogue, computed_once, graded_test_cells, source
 

@@ -86,7 +86,7 @@ def export(chapter: str, dest: Path, weak_containment: bool = False) -> Path:
     shutil.copytree(REPO / "course", folder / "course", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     # the grader's code (pipeline, containment, hidden-test helpers), without the instructor's data and tests
     shutil.copytree(REPO / "autograde", folder / "autograde", ignore=shutil.ignore_patterns(
-        "__pycache__", "*.pyc", "examples", "mutants", "tests", "corpus", "bench", "build", "demo.py", "grade"))
+        "__pycache__", "*.pyc", "examples", "mutants", "tests", "corpus", "bench", "authoring", "demo.py", "grade"))
     for name in ("pyproject.toml", "constraints.txt", "nbgrader_config.py", "README.md"):
         shutil.copyfile(REPO / name, folder / name)
     (folder / "source" / chapter).mkdir(parents=True)

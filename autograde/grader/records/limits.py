@@ -1,6 +1,6 @@
 """The grading limits, written once. Every place that applies one reads it from here: nbgrader_config.py (the
 settings nbgrader's steps and the sandbox start from), the grading command's defaults, the sandbox's kernel
-manager, the in-process checks (autograde.build.verdicts, visible, single_stub) and the forked worker."""
+manager, the in-process checks (autograde.authoring.verdicts, visible, single_stub) and the forked worker."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,5 +1,5 @@
 """Demo cells: given cells that only show something (a plot, a timing, a table), which the in-process grading
-runs (autograde.build.verdicts) may skip.
+runs (autograde.authoring.verdicts) may skip.
 
 A chapter's source marks such a cell with the metadata `course.demo: true`. Its cost is the point: a training
 run drawn as a curve, a throughput measured against torch. The in-process verdicts run every catalogue case from

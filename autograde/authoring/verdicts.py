@@ -6,7 +6,7 @@ and scores a test cell 0 when it raised, wrote to stderr anything but warnings (
 costs it: graded code that is not the student's (harness report "foreign"), torch inside graded code ("torch"),
 or an import of this chapter's reference (harness report "blocked": the exercise of the cell that imported it).
 
-`measure` does the same in-process: one worker per chapter (autograde.build.forked) runs the filled notebook
+`measure` does the same in-process: one worker per chapter (autograde.authoring.forked) runs the filled notebook
 once with the same harness, plans and blocked imports, and each case's changed cells in a child forked before
 the first of them, to the end of the notebook. What it cannot reproduce is what only a kernel has (the sandbox,
 resource limits, a kernel that dies and is replaced); the demo grades every chapter's example students through
@@ -14,7 +14,7 @@ the real command, among them one that changes every answer cell (Catalogue.sampl
 both agree cell by cell (autograde/tests/test_verdicts.py); `make test-exhaustive` grades every case through
 nbgrader.
 
-Usage: python -m autograde.build.verdicts [--alone] [CHAPTER ...]   (each case's lost test cells and its run's time;
+Usage: python -m autograde.authoring.verdicts [--alone] [CHAPTER ...]   (each case's lost test cells and its run's time;
 --alone: every case in a run of its own, no sharing)
 """
 from __future__ import annotations
@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from nbformat import NotebookNode
 
 from autograde import notebook as nbk
-from autograde.build import catalogue as mut
-from autograde.build.forked import BASE, run_plan
+from autograde.authoring import catalogue as mut
+from autograde.authoring.forked import BASE, run_plan
 from autograde.notebook import exercise_tests
 from autograde.grader.records.limits import LIMITS
-from autograde.build.demo_cells import demo_ids
+from autograde.authoring.demo_cells import demo_ids
 from autograde.grader.steps import WARNING_PATTERN
 from autograde.grader.test_plans import blocked_references, plans
 from autograde.paths import example_path, release_path, source_path

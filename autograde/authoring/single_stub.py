@@ -11,18 +11,18 @@ A given cell that puts the exercise into the engine must use course.checking.ans
 reference stands in for the stub; a test cell of another exercise must not depend on this one.
 The filled notebook itself must run without any error.
 
-It runs in-process and forked (autograde.build.forked): the notebook once, and each stubbed variant from its
+It runs in-process and forked (autograde.authoring.forked): the notebook once, and each stubbed variant from its
 first stubbed cell on, to the end; except an exercise whose answer cells only bind literals to names (a concept
 check: answer_bf16 = "c") that no later cell reads, by name or through the namespace (globals(), eval, magics):
 its stub, which binds nothing, leaves every later cell as the filled run left it, so its run stops after its own
 test cells and the rest is the filled run's (which must run clean).
 
 Demo cells (course.demo: they only show something, and no later cell reads what they bind; see
-autograde.build.demo_cells) hold most of a chapter's time: a training run drawn as a curve, a throughput
+autograde.authoring.demo_cells) hold most of a chapter's time: a training run drawn as a curve, a throughput
 against torch. `make test` runs each stubbed variant without them (demo_cells=False) and the filled notebook
 with them; `make test-exhaustive` and this module's command run every variant with them too.
 
-Usage: python -m autograde.build.single_stub [CHAPTER ...]   (prints each exercise's cells that broke)
+Usage: python -m autograde.authoring.single_stub [CHAPTER ...]   (prints each exercise's cells that broke)
 """
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ import ast
 from dataclasses import dataclass
 
 from autograde import notebook as nbk
-from autograde.build.forked import BASE, run_plan
-from autograde.build import catalogue as mut
-from autograde.build import visible
+from autograde.authoring.forked import BASE, run_plan
+from autograde.authoring import catalogue as mut
+from autograde.authoring import visible
 from autograde.notebook import defined_names, python_of
 from autograde.paths import release_path, source_path
 
@@ -218,7 +218,7 @@ def measure(chapter: str, only: list[tuple[str, ...]] | None = None,
 
 def measure_with_visible(chapter: str, demo_cells: bool = True
                          ) -> tuple[dict[tuple[str, ...], list[Broken]], dict[str, visible.Outcome]]:
-    """This measurement and the visible one (autograde.build.visible) from one run of the notebook: the same
+    """This measurement and the visible one (autograde.authoring.visible) from one run of the notebook: the same
     filled release, its mutants and its stubbed exercises forked from it (without demo_cells, the stubbed runs
     leave the demo cells out; the filled run keeps them)."""
     job = visible.plan(chapter, mut.load(chapter).mutants)

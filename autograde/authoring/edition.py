@@ -1,6 +1,6 @@
 """The student edition of a class: what its students may see up to one chapter, as a folder ready to push.
 
-    python -m autograde.build.edition CHAPTER DEST        (make student-edition CHAPTER=ch03_vjp_rules DEST=...)
+    python -m autograde.authoring.edition CHAPTER DEST        (make student-edition CHAPTER=ch03_vjp_rules DEST=...)
 
 DEST gets, for chapters 1..N (N = CHAPTER):
 - notebooks/<ch>/<ch>.ipynb: the release notebooks (nbgrader's student version: stubs, visible tests);
@@ -211,7 +211,7 @@ def build(chapter: str, dest: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograde.build.edition", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m autograde.authoring.edition", description=__doc__.split("\n")[0])
     parser.add_argument("chapter", help=f"the last chapter students may see ({', '.join(CHAPTERS)})")
     parser.add_argument("dest", type=Path, help="the folder to write (empty, missing, or an earlier edition)")
     args = parser.parse_args(argv)

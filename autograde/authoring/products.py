@@ -6,7 +6,7 @@ Products of each chapter:
 - course/reference/<ch>.py: the code of the source cells tagged `export`;
 - autograde/examples/<student>/<ch>.ipynb: the bundled example submissions.
 
-Usage: python -m autograde.build.products [--check] [--if-stale] [CHAPTER ...]
+Usage: python -m autograde.authoring.products [--check] [--if-stale] [CHAPTER ...]
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from course import CHAPTERS
-from autograde.build.examples import make_examples
+from autograde.authoring.examples import make_examples
 from autograde import notebook as nbk
 from autograde.paths import example_path, reference_path, release_path, solution_path, source_path
 from autograde.grader.workspace import Workspace

@@ -4,8 +4,8 @@ from __future__ import annotations
 from nbformat import NotebookNode
 
 from autograde import notebook as nbk
-from autograde.build import catalogue as mut
-from autograde.build.catalogue import Catalogue, ExampleStudent
+from autograde.authoring import catalogue as mut
+from autograde.authoring.catalogue import Catalogue, ExampleStudent
 from autograde.corpus.attacks import attack
 from autograde.paths import source_path
 

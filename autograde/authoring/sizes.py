@@ -12,8 +12,8 @@ that are neither answers nor tests, and the given lines of answer cells: the rev
 and 3 per concept check. The constants were fitted (`--calibrate`) to the three reviews in shared/reviews, each
 on the notebook it read (REVIEWED): the model falls inside every range the reviewers gave.
 
-Usage: python -m autograde.build.sizes [CHAPTER ...]
-       python -m autograde.build.sizes --calibrate   (the model against the reviews, on the notebooks they read)
+Usage: python -m autograde.authoring.sizes [CHAPTER ...]
+       python -m autograde.authoring.sizes --calibrate   (the model against the reviews, on the notebooks they read)
 """
 from __future__ import annotations
 

@@ -4,13 +4,13 @@ A student runs their notebook top to bottom in JupyterLab: the release's test ce
 after their own answers. For each mutant this runs the release, every answer filled from the source except the
 mutant's cell, and records which visible test cells of the mutant's exercise fail (raise).
 
-It is cheap because the notebook is run once per chapter (autograde.build.forked): the worker executes the
+It is cheap because the notebook is run once per chapter (autograde.authoring.forked): the worker executes the
 cells in an IPython shell and, just before an answer cell some mutants change, forks once per mutant; the child
 runs the mutated cell and the cells after it up to the exercise's last test cell, reports, and exits. A cell
-that computes past the course's 60 s (of CPU time: autograde.build.forked.WAITING_FACTOR) raises there, as an
+that computes past the course's 60 s (of CPU time: autograde.authoring.forked.WAITING_FACTOR) raises there, as an
 interrupted cell would: the mutant is caught.
 
-Usage: python -m autograde.build.visible [CHAPTER ...]   (prints the table of records against measurements)
+Usage: python -m autograde.authoring.visible [CHAPTER ...]   (prints the table of records against measurements)
 """
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import sys
 from dataclasses import dataclass
 
 from autograde import notebook as nbk
-from autograde.build import catalogue as mut
-from autograde.build.demo_cells import demo_ids
-from autograde.build.forked import run_plan
+from autograde.authoring import catalogue as mut
+from autograde.authoring.demo_cells import demo_ids
+from autograde.authoring.forked import run_plan
 from autograde.grader.records.limits import LIMITS
 from autograde.paths import release_path, source_path
 

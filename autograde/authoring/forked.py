@@ -5,13 +5,13 @@ answer cells). Running each variant from its first changed cell on, in a child f
 already run everything before that cell, costs a fraction of a kernel per variant: no kernel start, no torch
 import, no cells run twice before the change.
 
-The worker (its own process: `python -m autograde.build.forked PLAN.json`) executes the plan's code cells in an
+The worker (its own process: `python -m autograde.authoring.forked PLAN.json`) executes the plan's code cells in an
 IPython shell, in notebook order. Before a cell that some jobs change first, it forks one child per job (at most
 `parallel` children at a time, while the parent carries on); a child runs its job's version of the cells from
 there to the end (leaving out the cells in its `skip`), or until every test cell in the job's `stop_after` has
 run, writes what each test cell did, and exits. The parent's own run is the job named BASE. Two kinds of run use it:
-- visible (autograde.build.visible): the release's test cells, as a student runs them in JupyterLab;
-- graded (autograde.build.verdicts): the source's test cells with their hidden tests, each wrapped in the
+- visible (autograde.authoring.visible): the release's test cells, as a student runs them in JupyterLab;
+- graded (autograde.authoring.verdicts): the source's test cells with their hidden tests, each wrapped in the
   grader's harness calls (autograde.hidden.harness.before_test / after_test) as the grader wraps them.
 Per test cell a job records: whether the cell raised, what it wrote to stderr, and the harness's reports; and
 which other cells raised ("raised_cells", by index, and "errors": index -> the exception's type and message, after the word "stub"
@@ -41,7 +41,7 @@ def run_plan(plan: dict, timeout: float = 1800) -> dict[str, dict]:
         path.write_text(json.dumps(plan))
         env = dict(os.environ, MPLBACKEND="agg", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                    OPENBLAS_NUM_THREADS="1", PYTHONWARNINGS="default")
-        proc = subprocess.run([sys.executable, "-m", "autograde.build.forked", str(path)], cwd=tmp, env=env,
+        proc = subprocess.run([sys.executable, "-m", "autograde.authoring.forked", str(path)], cwd=tmp, env=env,
                               capture_output=True, text=True, timeout=timeout)
         result = Path(tmp) / "result.json"
         if proc.returncode != 0 or not result.exists():
