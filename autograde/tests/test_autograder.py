@@ -870,12 +870,16 @@ def test_a_cell_is_stopped_by_its_cpu_time_or_by_the_wall_clock_backstop(tmp_pat
     notebook = tmp_path / f"{CH}.ipynb"
     nbk.write(nb, notebook)
     t0 = time.monotonic()
-    lines, incidents = selfcheck.check(notebook, CH, Settings(cell_seconds=2))
+    # 6 s: chapter 1's heaviest test cell (its hidden Hypothesis checks) spends about 1 s of CPU on an idle machine
+    # and up to twice that on a loaded one (a limit of 2 s once cost a test cell there); the busy cell still
+    # spends its 6 s long before the backstop, and the sleeping one waits 30 s
+    lines, incidents = selfcheck.check(notebook, CH, Settings(cell_seconds=6))
     took = time.monotonic() - t0
     texts = [i.text for i in incidents if i.kind == "timeout"]
-    assert len(texts) == 2 and "wall-clock backstop" in texts[0] and "its 2 s of CPU time" in texts[1], texts
-    assert all(ln.score == ln.max_score for ln in lines), [(ln.test, ln.score) for ln in lines]
-    assert took < 120 + 2 * LIMITS.wall_factor, took
+    assert len(texts) == 2 and "wall-clock backstop" in texts[0] and "its 6 s of CPU time" in texts[1], texts
+    lost = [(ln.test, ln.score, ln.message) for ln in lines if ln.score != ln.max_score]
+    assert lines and not lost, lost
+    assert took < 120 + 6 * LIMITS.wall_factor, took
 
 
 def test_what_a_failed_cell_allocated_is_freed_before_the_next_cell():
