@@ -620,6 +620,14 @@ def _under(path: Path, folders: list[Path]) -> bool:
     return any(path == f or f in path.parents for f in folders)
 
 
+def _bound_roots() -> list[Path]:
+    """The folders the sandbox binds read-only at their own paths: the interpreter, the venv, the course package
+    (shortest first, so that a folder inside another is seen to be covered by it)."""
+    return sorted({Path(p) for p in (sys.base_prefix, os.path.realpath(sys.base_prefix), sys.prefix,
+                                     os.path.dirname(os.path.realpath(sys.executable)), Path(course.__file__).parent)},
+                  key=lambda p: len(p.parts))
+
+
 def view(chapter: str, folder: Path, tmpfs_size: int, disk_size: int = LIMITS.disk_bytes,
          connection_file: Path | None = None) -> list[str]:
     """bwrap's options for what the kernel sees: the system, interpreter, venv and course read-only; its working
@@ -647,9 +655,7 @@ def view(chapter: str, folder: Path, tmpfs_size: int, disk_size: int = LIMITS.di
 
     course_dir, autograde_dir = Path(course.__file__).parent, Path(autograde.__file__).parent
     bound = [Path("/usr"), Path("/etc")]
-    for path in sorted({Path(p) for p in (sys.base_prefix, os.path.realpath(sys.base_prefix), sys.prefix,
-                                          os.path.dirname(os.path.realpath(sys.executable)), course_dir)},
-                       key=lambda p: len(p.parts)):
+    for path in _bound_roots():
         if not _under(path, bound):
             bind("--ro-bind", path)
             bound.append(path)
@@ -874,8 +880,7 @@ def unreadable_by_nobody() -> Path | None:
     so only what lies below the bound interpreter, venv and course folders counts."""
     import numpy
 
-    roots = [Path(p) for p in (sys.base_prefix, os.path.realpath(sys.base_prefix), sys.prefix,
-                               os.path.dirname(os.path.realpath(sys.executable)), Path(course.__file__).parent)]
+    roots = _bound_roots()
     files = [Path(os.path.realpath(sys.executable)), Path(course.__file__), Path(course.__file__).with_name("checking.py"),
              Path(numpy.__file__), Path(autograde.__file__)]
     for file in files:
