@@ -450,14 +450,21 @@ def check_matmul(ns: dict) -> None:
             av, bv = rng.normal(size=a_shape).astype(dtype), rng.normal(size=b_shape).astype(dtype)
             a, b = m2.Tensor(av.copy(), requires_grad=True), m2.Tensor(bv.copy(), requires_grad=True)
             ta, tb = torch.tensor(av, requires_grad=True), torch.tensor(bv, requires_grad=True)
-            out, tout = a @ b, ta @ tb
-            name = f"a @ b for a {a_shape} and b {b_shape}, {np.dtype(dtype).name}"
-            close(f"({name}).data", out.data, tout, dtype=dtype, **tol)
-            gv = rng.normal(size=tout.shape).astype(dtype)
-            out.backward(gv)
-            tout.backward(torch.from_numpy(gv))
-            close(f"a.grad after ({name}).backward(g)", grad_of(a), ta.grad, dtype=dtype, **tol)
-            close(f"b.grad after ({name}).backward(g)", grad_of(b), tb.grad, dtype=dtype, **tol)
+            _forward_backward(f"a @ b for a {a_shape} and b {b_shape}, {np.dtype(dtype).name}", a @ b, ta @ tb,
+                              {"a": (a, ta), "b": (b, tb)}, rng, dtype, tol)
+
+
+def _forward_backward(name: str, out: Any, tout: Any, inputs: dict[str, tuple[Any, Any]], rng: np.random.Generator,
+                      dtype: Any, tol: dict) -> None:
+    """The engine's result and torch's, then each input's gradient after backward of the same random g."""
+    import torch
+
+    close(f"({name}).data", out.data, tout, dtype=dtype, **tol)
+    gv = rng.normal(size=tout.shape).astype(dtype)
+    out.backward(gv)
+    tout.backward(torch.from_numpy(gv))
+    for label, (ours, theirs) in inputs.items():
+        close(f"{label}.grad after ({name}).backward(g)", grad_of(ours), theirs.grad, dtype=dtype, **tol)
 
 
 def check_shapes(ns: dict) -> None:
@@ -477,13 +484,8 @@ def check_shapes(ns: dict) -> None:
         for label, ours, theirs in cases:
             xv = rng.normal(size=(2, 3, 4)).astype(dtype)
             x, tx = m2.Tensor(xv.copy(), requires_grad=True), torch.tensor(xv, requires_grad=True)
-            out, tout = ours(x), theirs(tx)
-            name = f"{label} for x of shape (2, 3, 4), {np.dtype(dtype).name}"
-            close(f"({name}).data", out.data, tout, dtype=dtype, **tol)
-            gv = rng.normal(size=tout.shape).astype(dtype)
-            out.backward(gv)
-            tout.backward(torch.from_numpy(gv))
-            close(f"x.grad after ({name}).backward(g)", grad_of(x), tx.grad, dtype=dtype, **tol)
+            _forward_backward(f"{label} for x of shape (2, 3, 4), {np.dtype(dtype).name}", ours(x), theirs(tx),
+                              {"x": (x, tx)}, rng, dtype, tol)
 
 
 def check_cross_entropy(ns: dict) -> None:
