@@ -36,7 +36,7 @@ help:
 	@echo "make gradescope  export each chapter as a Gradescope autograder zip into .work/gradescope/"
 	@echo "make student-edition CHAPTER=ch03_vjp_rules DEST=DIR  what a class's students may see up to CHAPTER, ready to push"
 	@echo "make bench  measure solution run time, peak memory and autograde cost per chapter"
-	@echo "make bench-engine  the reference engine against torch on an MLP step (CPU)"
+	@echo "make bench-engine [ARGS='--dtype float64']  the reference engine against torch on an MLP step (CPU)"
 	@echo "make bench-capstone [ARGS=--profile]  the capstone's training step, engine against torch: tokens/s and their ratio (CPU, one thread)"
 	@echo "make mutation [CHAPTER=...]  mutate every graded answer (cosmic-ray), grade each mutant; writes autograde/mutation/report.json"
 	@echo "make bench-grading  the grading command against plain nbgrader, side by side (ch01 and ch05; 1 job and one per core)"
@@ -139,7 +139,7 @@ bench-grading: $(STAMP)
 	$(PY) -m autograde.bench.grading
 
 bench-engine: $(STAMP)
-	$(PY) -m autograde.bench.engine
+	$(PY) -m autograde.bench.engine $(ARGS)
 
 bench-capstone: $(STAMP)
 	$(PY) -m autograde.bench.capstone $(ARGS)

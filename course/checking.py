@@ -311,13 +311,22 @@ def answer_or_reference(name: str, reference: Callable, exercise: str,
     if is_stub(ns.get(name)):
         _say_stands_in(name, exercise)
 
+    written: list = [None, None]  # the function last found written, and its code: while both are unchanged,
+    # it is called at once (graded or not, a written answer is what runs), without the stub and grader checks
+
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         answer = ns.get(name)
+        if answer is written[0] is not None and answer.__code__ is written[1]:
+            return answer(*args, **kwargs)
         if name in _graded_now():
             if answer is None:
                 raise NotImplementedError(f"{name} is not defined")
             return answer(*args, **kwargs)
-        return (reference if is_stub(answer) else answer)(*args, **kwargs)
+        if is_stub(answer):
+            return reference(*args, **kwargs)
+        if type(answer) is FunctionType:
+            written[:] = answer, answer.__code__
+        return answer(*args, **kwargs)
 
     stand_in.__name__ = stand_in.__qualname__ = name
     stand_in.__doc__ = f"The notebook's {name} once answered, the course's reference until then ({exercise})."

@@ -7,8 +7,9 @@ with --engine ch03, chapter 3's (every rule computes every input's gradient).
 NumPy's BLAS and torch use the same number of threads (--threads, default 1:
 on a shared machine more threads make the timings noisy). For each engine: forward time, backward time
 (after a fresh forward), a full SGD step (forward, backward, update, zero
-grad), the engine's ratio to torch for each, and backward / forward within
-each engine. Reports the fastest of several repeats after a warm-up (the run
+grad), the engine's ratio to torch for each, backward / forward within
+each engine, and the minor page faults of a step (memory that the allocator
+returned to the OS and touches again: the cost of large float64 arrays). Reports the fastest of several repeats after a warm-up (the run
 least disturbed by other work on the machine), and the median beside it.
 
 Usage: python -m autograde.bench.engine [--repeats N] [--batch B] [--dtype float32|float64] [--engine ch03|ch05]
@@ -17,6 +18,7 @@ Usage: python -m autograde.bench.engine [--repeats N] [--batch B] [--dtype float
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import sys
 import time
@@ -73,11 +75,16 @@ def measure(params: list, compute_loss: Callable[[], object], update: Callable[[
         backward()
         update()
 
-    return {
+    result = {
         "forward": timings(forward, repeats),
         "backward": timings(backward, repeats, setup=lambda: (zero_grad(), forward())),
         "step": timings(step, repeats),
     }
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(repeats):
+        step()
+    result["faults"] = [(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / repeats]
+    return result
 
 
 def bench_engine(X, y, weights, repeats: int, engine: str = "ch05") -> dict[str, list[float]]:
@@ -143,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{key:10} {cols[0]:>17} {cols[1]:>17} {best['engine'][key] / best['torch'][key]:12.2f}x")
     print(f"{'bwd/fwd':10} {best['engine']['backward'] / best['engine']['forward']:17.2f} "
           f"{best['torch']['backward'] / best['torch']['forward']:17.2f}")
+    # memory the allocator hands back to the OS and faults in again on the next step (large float64 arrays):
+    print(f"{'faults':10} {best['engine']['faults']:17.0f} {best['torch']['faults']:17.0f}   minor page faults per step")
     return 0
 
 

@@ -54,7 +54,7 @@ MUTANTS = [
            "size == 1 and grad.shape[i] != 1", "size == 1 and grad.shape[i] > 1", UNBROADCAST, visible=True),
     Mutant("unbroadcast_leading_only", "sums the missing leading axes but not the stretched size-1 axes",
            "unbroadcast",
-           "    grad = grad.sum(axis=stretched, keepdims=True)              # size-1 axes that were stretched\n",
+           "    if stretched:\n        grad = grad.sum(axis=stretched, keepdims=True)          # size-1 axes that were stretched\n",
            "", UNBROADCAST, visible=True),
     Mutant("unbroadcast_trailing_axes", "aligns shapes from the left: sums the trailing extra axes, not the leading ones",
            "unbroadcast", "grad = grad.sum(axis=tuple(range(leading)))",

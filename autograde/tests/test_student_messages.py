@@ -12,6 +12,7 @@ from autograde.paths import REPO
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
+CELLS_STUB_DOUBLE = "def double(x):\n    \"\"\"Twice x.\"\"\"\n    # YOUR CODE HERE\n    raise NotImplementedError()"
 CELLS = {
     "imports": "import numpy as np\nfrom course.checking import check_close, check_raises, needs, passed",
     "close": "check_close('f(2)', 1.0, 2.0, against='the worked example')",
@@ -26,13 +27,16 @@ CELLS = {
     "needs_answered": "with needs('exercise 1'):\n    print('ran')\nprint('after')",
     "passed": "passed('central_difference')",
     # a given cell installs the student's `double` into an engine; the reference stands in while it is a stub
-    "stub_double": "def double(x):\n    \"\"\"Twice x.\"\"\"\n    # YOUR CODE HERE\n    raise NotImplementedError()",
+    "stub_double": CELLS_STUB_DOUBLE,
     "install": ("from course.checking import answer_or_reference, current_or_reference, is_stub\n"
                 "class Engine:\n    pass\n"
                 "Engine.double = answer_or_reference('double', lambda self, x: 2 * x, 'exercise 9')\n"
                 "print(Engine().double(21), is_stub(double), is_stub(Dual), is_stub(lambda: 1))"),
     "answer_double": "def double(x):\n    return x + x + 0.5",
     "engine_uses_answer": "print(Engine.double(4), is_stub(double))",
+    # the stand-in remembers the answer it last found written: a changed body or a stub again must still be seen
+    "code_swapped": "double.__code__ = (lambda x: 3 * x).__code__\nprint(Engine.double(4))",
+    "stub_again": CELLS_STUB_DOUBLE + "\n\n\nprint(Engine().double(21))",
     "current": "print(current_or_reference('Dual', int, 'exercise 2').__name__)",
     # check_raises(..., RuntimeError) on a stub: NotImplementedError is a RuntimeError, but nothing is answered yet
     "raises_stub": "check_raises('backward of a non-scalar', RuntimeError, lambda: central_difference(np.sin, 1.0))",
@@ -104,6 +108,8 @@ def test_a_stand_in_uses_the_reference_until_the_answer_exists_and_says_so_once(
                     "42 True True False\n"), said
     # the answer defined after the install: the engine calls it, without the given cell run again
     assert [o.text for o in outputs["engine_uses_answer"]] == ["8.5 False\n"]
+    assert [o.text for o in outputs["code_swapped"]] == ["12\n"]       # the new body, not the one remembered
+    assert [o.text for o in outputs["stub_again"]] == ["42\n"]         # a stub again: the reference again
     shown = "".join(o.text for o in outputs["current"] if o.output_type == "stream")
     assert shown.endswith("int\n") and "exercise 2 (Dual) is not answered yet" in shown
 
