@@ -9,10 +9,14 @@ warm-up of two steps, then the best of several runs of N steps each, in wall tim
 "capstone tokens/s: engine X, torch Y, ratio R" with R = torch / engine (tokens/s), so R = 1.5 means torch
 trains 1.5 times as many tokens a second.
 
+The process keeps the memory NumPy frees (course.threads.keep_freed_memory, as chapter 8's setup cell does): with
+glibc's default the engine's step spends much of its time on page faults, which the header line counts;
+--default-allocator measures that case.
+
 --profile adds where the engine's time goes (cProfile of one run, grouped: the recording and backward driver,
 matrix products, the elementwise rules...).
 
-Usage: python -m autograde.bench.capstone [--repeats R] [--steps N] [--batch B] [--profile]
+Usage: python -m autograde.bench.capstone [--repeats R] [--steps N] [--batch B] [--profile] [--default-allocator]
 """
 from __future__ import annotations
 
@@ -25,54 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-
-def torch_loss(W: dict, x: np.ndarray, y: np.ndarray, n_heads: int):
-    """Chapter 8's model written with torch's fused building blocks; W holds torch tensors."""
-    import torch
-    import torch.nn.functional as F
-
-    T = x.shape[1]
-    h = W["tok_emb"][torch.as_tensor(x)] + W["pos_emb"][:T]
-
-    def ln(v, w, b):
-        return F.layer_norm(v, v.shape[-1:], w, b, eps=1e-5)
-
-    blocks = sorted({int(n.split(".")[1]) for n in W if n.startswith("blocks.")})
-    for i in blocks:
-        p = f"blocks.{i}."
-        a = ln(h, W[p + "ln1.weight"], W[p + "ln1.bias"])
-        q, k, v = (F.linear(a, W[p + f"attn.{n}.weight"].T, W[p + f"attn.{n}.bias"]).unflatten(-1, (n_heads, -1))
-                   .transpose(1, 2) for n in "qkv")
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).flatten(-2)
-        h = h + F.linear(o, W[p + "attn.proj.weight"].T, W[p + "attn.proj.bias"])
-        m = F.gelu(F.linear(ln(h, W[p + "ln2.weight"], W[p + "ln2.bias"]), W[p + "mlp.fc.weight"].T,
-                            W[p + "mlp.fc.bias"]))
-        h = h + F.linear(m, W[p + "mlp.proj.weight"].T, W[p + "mlp.proj.bias"])
-    out = ln(h, W["ln_f.weight"], W["ln_f.bias"]) @ (W["head.weight"] if "head.weight" in W else W["tok_emb"].T)
-    return F.cross_entropy(out.flatten(0, 1), torch.as_tensor(y).flatten())
-
-
-def torch_train(weights: dict[str, np.ndarray], config, batches, steps: int) -> list[float]:
-    """torch's loop with chapter 8's recipe (the engine's defaults): AdamW in two groups, clipping at 1.0."""
-    import torch
-
-    from course.model import decay_names
-
-    W = {n: torch.tensor(np.array(w), requires_grad=True) for n, w in weights.items()}
-    decayed = set(decay_names(config))
-    opt = torch.optim.AdamW([{"params": [W[n] for n in W if n in decayed], "weight_decay": 0.1},
-                             {"params": [W[n] for n in W if n not in decayed], "weight_decay": 0.0}],
-                            lr=5e-3, betas=(0.9, 0.99), eps=1e-8)
-    losses, it = [], iter(batches)
-    for _ in range(steps):
-        x, y = next(it)
-        opt.zero_grad(set_to_none=True)
-        loss = torch_loss(W, x, y, config.n_heads)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(list(W.values()), 1.0)
-        opt.step()
-        losses.append(float(loss.detach()))
-    return losses
+from course.torch_capstone import torch_loss, torch_train  # noqa: F401 - torch's side, shared with course.gpu_engine
 
 
 def best_of(run: Callable[[int], object], steps: int, repeats: int) -> float:
@@ -140,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--default-allocator", action="store_true",
+                        help="leave glibc's malloc as it is (freed arrays go back to the OS)")
     args = parser.parse_args(argv)
     if min(args.repeats, args.steps, args.batch) < 1:
         parser.error("--repeats, --steps and --batch must be positive")
@@ -147,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     from course import text
     from course.model import Config, init_weights
     from course.reference.ch08_capstone import train
-    from course.threads import fix_threads
+    from course.threads import fix_threads, keep_freed_memory, minor_page_faults
 
     config = Config()
     w32 = init_weights(config, seed=0, dtype=np.float32)
@@ -164,14 +123,21 @@ def main(argv: list[str] | None = None) -> int:
 
     tokens = args.steps * args.batch * config.block
     threads = fix_threads(1)
+    allocator = "allocator: glibc's default (or the platform's)" if args.default_allocator else keep_freed_memory()
     times = {"engine": [], "torch": []}
     for _ in range(2):  # alternate, so that a slow spell of the machine falls on both
         times["engine"].append(best_of(engine, args.steps, args.repeats))
         times["torch"].append(best_of(torch_run, args.steps, args.repeats))
     e, t = min(times["engine"]), min(times["torch"])
-    print(f"model: {config}; batch {args.batch} x {config.block} tokens, float32, threads: {threads}; best of "
-          f"{2 * args.repeats} runs of {args.steps} steps after a warm-up")
-    print(f"engine {e / args.steps * 1e3:.1f} ms a step, torch {t / args.steps * 1e3:.1f} ms a step")
+    faults = {}
+    for name, run in (("engine", engine), ("torch", torch_run)):
+        before = minor_page_faults()
+        run(args.steps)
+        faults[name] = (minor_page_faults() - before) / args.steps
+    print(f"model: {config}; batch {args.batch} x {config.block} tokens, float32, threads: {threads}; {allocator}; "
+          f"best of {2 * args.repeats} runs of {args.steps} steps after a warm-up")
+    print(f"engine {e / args.steps * 1e3:.1f} ms a step, torch {t / args.steps * 1e3:.1f} ms a step; minor page faults "
+          f"a step: engine {faults['engine']:,.0f}, torch {faults['torch']:,.0f}")
     if args.profile:
         print("where the engine's time goes (cProfile, own time):")
         for label, share in profile(engine, args.steps):

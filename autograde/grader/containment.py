@@ -686,7 +686,8 @@ def kernel_env(folder: Path, mode: str, threads: int = 1) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TZ", "PYTHONHASHSEED")}
     env.update(HOME=str(folder), TMPDIR="/tmp" if mode == "bwrap" else str(folder), IPYTHONDIR=str(folder / ".ipython"),
                MPLCONFIGDIR=str(folder / ".config"), JUPYTER_RUNTIME_DIR=str(folder), PYTHONDONTWRITEBYTECODE="1",
-               MPLBACKEND="agg", OMP_NUM_THREADS=str(max(1, threads)), AUTOGRADE_SANDBOX=mode)
+               MPLBACKEND="agg", OMP_NUM_THREADS=str(max(1, threads)), AUTOGRADE_SANDBOX=mode,
+               COURSE_ARRAY="numpy")  # grading runs the engine on NumPy, on the CPU, whatever the grader's shell says
     return env
 
 

@@ -23,6 +23,8 @@ autograde.authoring.products.make_reference, with the same cell helpers of autog
   A top-level statement the student added to an answer cell (not a def or class, not one of the course's lines:
   a print, a demo call, an assignment from a notebook variable) runs as in the notebook; if it fails at import it
   is left out and the run says so. An answer cell the capstone does not need that is not valid Python is left out.
+- `import numpy` (as np, or any name) becomes an import of course.array's np, the engine's one array seam: NumPy
+  itself, or CuPy under COURSE_ARRAY=cupy, so a student's engine follows the course's onto a GPU.
 - Imports are redirected: `course.reference.chNN_...` for chapters 2-7 (``import ...``, ``from ... import``,
   ``from course.reference import chNN_...``, dotted uses) point to the student's package, so that every chapter
   runs on the student's earlier chapters, never on the course's reference engine. A chapter importing itself (a
@@ -324,6 +326,9 @@ def redirect(code: str, package: str, own: str | None, copies: dict[str, str]) -
                 elif (t := target(a.name)) is not None:
                     changed = True
                     parts.append(f"import {t}" + (f" as {a.asname}" if a.asname else ""))
+                elif a.name == "numpy":           # the array seam: NumPy itself, or CuPy under COURSE_ARRAY=cupy
+                    changed = True
+                    parts.append(f"from course.array import np as {a.asname or 'numpy'}")
                 else:
                     parts.append(f"import {a.name}" + (f" as {a.asname}" if a.asname else ""))
             if changed:

@@ -20,7 +20,7 @@ import pytest
 from autograde import notebook as nbk
 from autograde.authoring import catalogue as mut
 from autograde.own_engine import checks, cli, collect
-from autograde.paths import REPO, example_path
+from autograde.paths import REPO, example_path, release_path
 from course import CHAPTERS
 
 ENGINE = collect.ENGINE_CHAPTERS
@@ -94,6 +94,17 @@ def test_carol_stops_at_her_first_wrong_piece_in_one_line(tmp_path):
     assert FINDING.fullmatch(lines[0]), lines[0]
     assert lines[0].startswith("own engine: chapter 2 (ch02_tape), Exercise 1: the leaf's sink: ")
     assert "expected" in lines[0] and "got" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_chapter_8s_optional_cell_runs_the_command_on_the_lab_folder_above_the_notebook(tmp_path):
+    """The cell at the end of chapter 8's release, switched on, run where make lab puts the notebook."""
+    cell = next(c for c in nbk.read(release_path("ch08_capstone")).cells if c.get("id") == "own-engine-run")
+    assert "RUN_MY_ENGINE = False" in cell.source                     # off by default: the notebook runs in seconds
+    lab = copy_student("alice", tmp_path / "lab", lab=True)
+    done = subprocess.run([sys.executable, "-c", cell.source.replace("RUN_MY_ENGINE = False", "RUN_MY_ENGINE = True", 1)],
+                          cwd=lab / "ch08_capstone", capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert "own engine: capstone loss matches torch over 20 steps" in done.stdout, done.stdout
 
 
 def test_make_labs_layout_works(tmp_path):
@@ -299,3 +310,11 @@ def test_bad_folders_are_one_line(tmp_path, capsys, case):
                 "invalid JSON": "ch03_vjp_rules.ipynb is not a valid notebook",
                 "not a notebook": "ch03_vjp_rules.ipynb is not a valid notebook"}[case]
     assert expected in err, err
+
+
+def test_the_students_numpy_imports_go_through_the_array_seam():
+    """So that COURSE_ARRAY=cupy puts a student's own engine on the GPU, as it does the course's (course.array)."""
+    code = "import numpy as np\nimport numpy\nimport math, numpy as xp\nx = np.zeros(3)"
+    out = collect.redirect(code, "pkg", None, {})
+    assert out.split("\n") == ["from course.array import np as np", "from course.array import np as numpy",
+                               "import math; from course.array import np as xp", "x = np.zeros(3)"]
