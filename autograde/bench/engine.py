@@ -13,7 +13,7 @@ returned to the OS and touches again: the cost of large float64 arrays). Reports
 least disturbed by other work on the machine), and the median beside it.
 
 Usage: python -m autograde.bench.engine [--repeats N] [--batch B] [--dtype float32|float64] [--engine ch03|ch05]
-                                       [--threads T]
+                                       [--threads T] [--keep-freed-memory]
 """
 from __future__ import annotations
 
@@ -130,12 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default="ch05", choices=["ch03", "ch05"],
                         help="the reference engine of chapter 3, or chapter 5's (skips unneeded gradients)")
     parser.add_argument("--threads", type=int, default=1, help="threads for NumPy's BLAS and for torch (default 1)")
+    parser.add_argument("--keep-freed-memory", action="store_true",
+                        help="keep freed memory in the process (course.threads.keep_freed_memory, as chapter 8 does)")
     args = parser.parse_args(argv)
     import torch
 
     from course.threads import fix_threads
 
     threads = fix_threads(args.threads)
+    if args.keep_freed_memory:
+        from course.threads import keep_freed_memory
+
+        threads += "; " + keep_freed_memory()
 
     sizes = (784, 256, 10)
     X, y, weights = make_problem(args.batch, sizes, args.dtype)
