@@ -2,10 +2,11 @@
 
 Every module of the engine (course.reference.*, from the chapters' setup cells) and every chapter notebook
 binds `np` here: `from course.array import np`. By default `np` *is* NumPy, the very module, so nothing costs
-more and nothing changes. With the environment variable COURSE_ARRAY=cupy, set before Python starts (or before
-the first `import course...` in a notebook: `%env COURSE_ARRAY=cupy` in its first cell), `np` is CuPy with the
-few names the engine uses that CuPy lacks filled in (SHIMS below), and the same engine code, the student's cells
-included, runs on the GPU.
+more and nothing changes. With the environment variable COURSE_ARRAY=cupy, set before Python starts
+(`COURSE_ARRAY=cupy python -m course.gpu_engine`), `np` is CuPy with the few names the engine uses that CuPy lacks
+filled in (SHIMS below), and the same engine code runs on the GPU: the course's, and a student's own engine as
+`make own-engine` assembles it (its `import numpy` becomes this module's np). The notebooks themselves stay on
+NumPy: their test cells compare with torch on the CPU.
 
 Why an environment variable, and not a `use_gpu()` call: the choice has to be made once, before any module binds
 `np` and before any array exists. Switched in a running notebook, the modules imported earlier would keep NumPy
