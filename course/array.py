@@ -4,7 +4,7 @@ Every module of the engine (course.reference.*, from the chapters' setup cells) 
 binds `np` here: `from course.array import np`. By default `np` *is* NumPy, the very module, so nothing costs
 more and nothing changes. With the environment variable COURSE_ARRAY=cupy, set before Python starts
 (`COURSE_ARRAY=cupy python -m course.gpu_engine`), `np` is CuPy with the few names the engine uses that CuPy lacks
-filled in (SHIMS below), and the same engine code runs on the GPU: the course's, and a student's own engine as
+filled in (cupy_module below), and the same engine code runs on the GPU: the course's, and a student's own engine as
 `make own-engine` assembles it (its `import numpy` becomes this module's np). The notebooks themselves stay on
 NumPy: their test cells compare with torch on the CPU.
 
@@ -91,12 +91,11 @@ def cupy_module(cupy: Any) -> types.ModuleType:
     """A module with CuPy's names and the shims the engine needs: what `np` is under COURSE_ARRAY=cupy."""
     module = types.ModuleType("cupy_for_the_engine", "CuPy, with the names the course's engine uses filled in")
     module.__dict__.update({k: v for k, v in vars(cupy).items() if not k.startswith("__")})
-    SHIMS = {"errstate": lambda: _errstate, "frompyfunc": lambda: _frompyfunc(cupy),
-             "add": lambda: _scatter_ufunc(cupy, cupy.add)}
-    for name, make in SHIMS.items():
-        if name == "add" or not hasattr(cupy, name):
-            setattr(module, name, make())
-    module.is_cupy = True
+    if not hasattr(cupy, "errstate"):
+        module.errstate = _errstate
+    if not hasattr(cupy, "frompyfunc"):
+        module.frompyfunc = _frompyfunc(cupy)
+    module.add = _scatter_ufunc(cupy, cupy.add)          # cupy.add itself where it has `at`
     return module
 
 
@@ -126,13 +125,6 @@ np = _select(NAME)
 ON_GPU = np is not numpy
 
 
-def to_host(array: Any) -> numpy.ndarray:
-    """A NumPy array with the same values (a copy from the GPU under CuPy; the array itself under NumPy)."""
-    if ON_GPU and isinstance(array, np.ndarray):
-        return np.asnumpy(array)
-    return numpy.asarray(array)
-
-
 def synchronize() -> None:
     """Wait for the GPU to finish the work queued so far (for timing); nothing to wait for under NumPy."""
     if ON_GPU:
@@ -145,11 +137,9 @@ class PoolMeter:
     saved-bytes meter for a count that works everywhere)."""
 
     def __init__(self) -> None:
-        self.live = 0
-        self.peak = 0
+        self.reset_peak()
         self._hook = None
         if ON_GPU:
-            self.live = self.peak = int(np.get_default_memory_pool().used_bytes())
             meter = self
 
             class Hook(np.cuda.memory_hook.MemoryHook):

@@ -139,6 +139,16 @@ def measure_plans(size: str) -> dict[str, Any]:
 PARTS = ("capstone", "plans")
 
 
+def _parts(part: str) -> tuple[str, ...]:
+    return PARTS if part == "all" else (part,)
+
+
+def _on_cupy(args: list[str], **run: Any) -> subprocess.CompletedProcess:
+    """`python -m course.gpu_engine ARGS` in a process of its own with COURSE_ARRAY=cupy (the seam reads it once)."""
+    return subprocess.run([sys.executable, "-m", "course.gpu_engine", *args],
+                          env={**os.environ, "COURSE_ARRAY": "cupy"}, **run)
+
+
 def measure(size: str, parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
     import numpy
 
@@ -180,12 +190,10 @@ def report(figures: dict[str, Any] | None = None, parts: tuple[str, ...] = PARTS
 def run_or_recorded(part: str = "all", timeout: float = 900) -> str:
     """For a notebook: measure `part` (capstone, plans or all) on this machine's GPU where CuPy finds one (in a
     process of its own, on CuPy), else the recorded figures, said as such."""
-    parts = PARTS if part == "all" else (part,)
+    parts = _parts(part)
     if not gpu_present():
         return "no GPU here (CuPy and an NVIDIA GPU are needed): the recorded figures\n" + report(parts=parts)
-    env = {**os.environ, "COURSE_ARRAY": "cupy"}
-    done = subprocess.run([sys.executable, "-m", "course.gpu_engine", "--json", "--part", part], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    done = _on_cupy(["--json", "--part", part], capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or ["no message"])[-1]
         return f"the GPU run failed ({why}): the recorded figures\n" + report(parts=parts)
@@ -206,10 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             print("course.gpu_engine: no GPU here (CuPy and an NVIDIA GPU are needed); --cpu-check runs the code on "
                   "NumPy at a tiny size. The recorded figures:\n" + report())
             return 0
-        env = {**os.environ, "COURSE_ARRAY": "cupy"}
-        return subprocess.run([sys.executable, "-m", "course.gpu_engine", *(argv if argv is not None else sys.argv[1:])],
-                              env=env).returncode
-    parts = PARTS if args.part == "all" else (args.part,)
+        return _on_cupy(argv if argv is not None else sys.argv[1:]).returncode
+    parts = _parts(args.part)
     figures = measure("real" if ON_GPU else "tiny", parts)
     if args.out:
         args.out.write_text(json.dumps(figures, indent=1) + "\n")

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from course.torch_capstone import torch_loss, torch_train  # noqa: F401 - torch's side, shared with course.gpu_engine
+from course.torch_capstone import torch_train  # torch's side, shared with course.gpu_engine
 
 
 def best_of(run: Callable[[int], object], steps: int, repeats: int) -> float:

@@ -18,7 +18,6 @@ Usage: python -m autograde.bench.engine [--repeats N] [--batch B] [--dtype float
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import sys
 import time
@@ -80,10 +79,12 @@ def measure(params: list, compute_loss: Callable[[], object], update: Callable[[
         "backward": timings(backward, repeats, setup=lambda: (zero_grad(), forward())),
         "step": timings(step, repeats),
     }
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    from course.threads import minor_page_faults
+
+    before = minor_page_faults()
     for _ in range(repeats):
         step()
-    result["faults"] = [(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / repeats]
+    result["faults"] = [(minor_page_faults() - before) / repeats]
     return result
 
 

@@ -45,7 +45,7 @@ class cuda:
 TRAIN = '''
 import json, sys
 import numpy
-from course.array import np, ON_GPU, to_host
+from course.array import np, ON_GPU
 import course.reference.ch08_capstone as c8
 from course import text
 from course.model import Config, init_weights
