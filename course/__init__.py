@@ -13,5 +13,5 @@
 The instructor side (build, grader, tests) is the separate package `autograde`; nothing here imports it.
 """
 
-CHAPTERS: tuple[str, ...] = ("ch01_chain_rule", "ch02_tape", "ch03_vjp_rules", "ch04_accumulation", "ch05_grad_modes", "ch06_loss_scaling", "ch07_checkpointing", "ch08_capstone")
+CHAPTERS: tuple[str, ...] = ("ch01_chain_rule", "ch02_tape", "ch03_vjp_rules", "ch04_accumulation", "ch05_grad_modes", "ch06_loss_scaling", "ch07_checkpointing", "ch08_capstone", "ch09_higher_order")
 """Chapter ids, in order; each is an nbgrader assignment with one notebook of the same name."""
