@@ -300,53 +300,60 @@ def _call_hvp(name: str, hvp: Callable, ns: dict[str, Any], f: Callable, x: np.n
     return result, arguments, flags
 
 
-def check_hvp_reverse(ns: dict[str, Any]) -> None:
-    """Rules hvp_reverse.torch and hvp_reverse.method."""
+def _for_each_case(ns: dict[str, Any], name: str, examples: int, check: Callable[..., None],
+                   then: Callable[..., None] | None = None) -> None:
+    """For generated points (shape, x, v), call the student's ns[name] on every case of _cases and hand the result
+    to check(where, label, f, x, v, got, arguments, flags); then(x, v, rng), if given, checks more at that point."""
     __tracebackhide__ = True
-    hvp = ns["hvp_reverse"]
+    hvp = ns[name]
 
-    @for_all(examples=8, point=_points())
+    @for_all(examples=examples, point=_points())
     def _(point):
         shape, seed = point
         rng = np.random.default_rng(seed)
         x, v = rng.uniform(-1.5, 1.5, size=shape), rng.uniform(-1.0, 1.0, size=shape)
         for label, f in _cases(int(np.prod(shape)), rng):
-            where = f"hvp_reverse(f, x, v) for f = {label}, x of {_shape_text(shape)}"
-            got, arguments, flags = _call_hvp("hvp_reverse", hvp, ns, f, x, v, where)
-            check_close(where, got, torch_hvp(f, x, v), rtol=1e-9, atol=1e-11,
-                        against="torch.autograd.functional.hvp")
-            check_equal(f"{where}: calls of f", len(arguments), 1)
-            if not label.startswith("the linear"):
-                check_equal(f"{where}: the create_graph of each grad call, in order", flags, [True, False])
+            where = f"{name}(f, x, v) for f = {label}, x of {_shape_text(shape)}"
+            check(where, label, f, x, v, *_call_hvp(name, hvp, ns, f, x, v, where))
+        if then is not None:
+            then(x, v, rng)
+
+
+def check_hvp_reverse(ns: dict[str, Any]) -> None:
+    """Rules hvp_reverse.torch and hvp_reverse.method."""
+    __tracebackhide__ = True
+
+    def check(where, label, f, x, v, got, arguments, flags):
+        check_close(where, got, torch_hvp(f, x, v), rtol=1e-9, atol=1e-11, against="torch.autograd.functional.hvp")
+        check_equal(f"{where}: calls of f", len(arguments), 1)
+        if not label.startswith("the linear"):
+            check_equal(f"{where}: the create_graph of each grad call, in order", flags, [True, False])
+
+    _for_each_case(ns, "hvp_reverse", 8, check)
 
 
 def check_hvp_forward(ns: dict[str, Any]) -> None:
     """Rules hvp_forward.torch, hvp_forward.method and hvp_forward.constant."""
     __tracebackhide__ = True
-    hvp, Dual, Tensor = ns["hvp_forward"], ns["Dual"], ns["Tensor"]
+    Dual, Tensor = ns["Dual"], ns["Tensor"]
 
-    @for_all(examples=6, point=_points())
-    def _(point):
-        shape, seed = point
-        rng = np.random.default_rng(seed)
-        x, v = rng.uniform(-1.5, 1.5, size=shape), rng.uniform(-1.0, 1.0, size=shape)
-        for label, f in _cases(int(np.prod(shape)), rng):
-            where = f"hvp_forward(f, x, v) for f = {label}, x of {_shape_text(shape)}"
-            got, arguments, flags = _call_hvp("hvp_forward", hvp, ns, f, x, v, where)
-            check_close(where, got, torch_hvp(f, x, v, forward=True), rtol=1e-9, atol=1e-11,
-                        against="torch.func.jvp of torch.func.grad")
-            check_equal(f"{where}: calls of f", len(arguments), 1)
-            check_equal(f"{where}: the create_graph of each grad call", flags, [False])
-            t = arguments[0]
-            assert isinstance(t, Tensor), f"{where}: f was called on a {type(t).__name__}, not a Tensor"
-            entries = np.asarray(t.data, dtype=object)
-            check_equal(f"{where}: the shape of the Tensor f was called on", entries.shape, x.shape)
-            for i in np.ndindex(x.shape):
-                e = entries[i]
-                assert isinstance(e, Dual), f"{where}: entry {i} of f's argument is a {type(e).__name__}, not a Dual"
-                assert float(e.value) == x[i] and float(e.tangent) == v[i], (
-                    f"{where}: entry {i} of f's argument is Dual({e.value!r}, {e.tangent!r}), expected "
-                    f"Dual({x[i]!r}, {v[i]!r}) (value from x, tangent from v)")
+    def check(where, label, f, x, v, got, arguments, flags):
+        check_close(where, got, torch_hvp(f, x, v, forward=True), rtol=1e-9, atol=1e-11,
+                    against="torch.func.jvp of torch.func.grad")
+        check_equal(f"{where}: calls of f", len(arguments), 1)
+        check_equal(f"{where}: the create_graph of each grad call", flags, [False])
+        t = arguments[0]
+        assert isinstance(t, Tensor), f"{where}: f was called on a {type(t).__name__}, not a Tensor"
+        entries = np.asarray(t.data, dtype=object)
+        check_equal(f"{where}: the shape of the Tensor f was called on", entries.shape, x.shape)
+        for i in np.ndindex(x.shape):
+            e = entries[i]
+            assert isinstance(e, Dual), f"{where}: entry {i} of f's argument is a {type(e).__name__}, not a Dual"
+            assert float(e.value) == x[i] and float(e.tangent) == v[i], (
+                f"{where}: entry {i} of f's argument is Dual({e.value!r}, {e.tangent!r}), expected "
+                f"Dual({x[i]!r}, {v[i]!r}) (value from x, tangent from v)")
+
+    _for_each_case(ns, "hvp_forward", 6, check)
 
 
 def check_hvp_difference(ns: dict[str, Any]) -> None:
@@ -354,23 +361,20 @@ def check_hvp_difference(ns: dict[str, Any]) -> None:
     __tracebackhide__ = True
     hvp = ns["hvp_finite_difference"]
 
-    @for_all(examples=8, point=_points())
-    def _(point):
-        shape, seed = point
-        rng = np.random.default_rng(seed)
-        x, v = rng.uniform(-1.5, 1.5, size=shape), rng.uniform(-1.0, 1.0, size=shape)
-        for label, f in _cases(int(np.prod(shape)), rng):
-            where = f"hvp_finite_difference(f, x, v) for f = {label}, x of {_shape_text(shape)}"
-            got, arguments, flags = _call_hvp("hvp_finite_difference", hvp, ns, f, x, v, where)
-            check_close(where, got, torch_hvp(f, x, v), rtol=1e-7, atol=1e-7, against="torch.autograd.functional.hvp")
+    def check(where, label, f, x, v, got, arguments, flags):
+        check_close(where, got, torch_hvp(f, x, v), rtol=1e-7, atol=1e-7, against="torch.autograd.functional.hvp")
+
+    def step(x, v, rng):
         eps = float(rng.choice([1e-3, 1e-2, 0.05, 0.1]))
         quartic = lambda t, C: (t ** 4).sum()
-        where = f"hvp_finite_difference(sum(t**4), x, v, eps={eps}) for x of {_shape_text(shape)}"
+        where = f"hvp_finite_difference(sum(t**4), x, v, eps={eps}) for x of {_shape_text(x.shape)}"
         got, arguments, flags = _call_hvp("hvp_finite_difference", hvp, ns, quartic, x, v, where, eps=eps)
         check_close(where, got, 12 * x ** 2 * v + 4 * eps ** 2 * v ** 3, rtol=1e-9, atol=1e-9,
                     against="the central difference with that eps, 12 x**2 v + 4 eps**2 v**3")
         check_equal(f"{where}: calls of f", len(arguments), 2)
         check_equal(f"{where}: the create_graph of each grad call", flags, [False, False])
+
+    _for_each_case(ns, "hvp_finite_difference", 8, check, then=step)
 
 
 def check_hessian(ns: dict[str, Any]) -> None:
