@@ -121,11 +121,10 @@ def _check_rule(ns: dict[str, Any], name: str, rule: Callable, op: Callable, val
     label = f"{name}(grad, ...) for {dtype} inputs of {shapes_text}" + (" (all requiring grad)" if second else "")
     inputs = tuple(Tensor(np.array(v, copy=True), requires_grad=True) for v in values)
     tg = Tensor(np.array(g, copy=True), requires_grad=second)
-    names = [f"input {i}" for i in range(len(inputs))] + ["grad"]
     before = [_state(t) for t in (*inputs, tg)]
     with quiet():
         result = _results(label, rule(tg, *inputs), inputs, Tensor)
-    for t, state, what in zip((*inputs, tg), before, names):
+    for t, state, what in zip((*inputs, tg), before, [f"input {i}" for i in range(len(inputs))] + ["grad"]):
         _check_unchanged(label, what, t, state)
     firsts, seconds = _torch_first_and_second(op, values, g, w)
     tol = _tolerance(dtype)
@@ -142,6 +141,7 @@ def _check_rule(ns: dict[str, Any], name: str, rule: Callable, op: Callable, val
             term = (r * Tensor(np.array(wi, copy=True))).sum()
             total = term if total is None else total + term
         total.backward()
+    names = [f"input {i}" for i in range(len(inputs))] + ["grad"]
     for t, expected, what in zip((*inputs, tg), seconds, names):
         got = np.zeros_like(expected) if t.grad is None else np.asarray(t.grad.data)
         check_close(f"{label}: the derivative of sum(w * gradients) with respect to {what}", got, expected,
