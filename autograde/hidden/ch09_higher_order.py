@@ -8,8 +8,6 @@ warnings silenced.
 """
 from __future__ import annotations
 
-import importlib
-import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -17,34 +15,12 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
+from autograde.hidden.checks import check_close, check_equal, quiet
 from autograde.hidden.strategies import arrays, broadcastable_pairs, float_dtypes, for_all, shapes
-
-
-def _checking() -> Any:
-    return importlib.import_module("course.checking")
-
-
-def check_close(*args: Any, **kwargs: Any) -> None:
-    """course.checking.check_close as the test cell imported it (the grader imports it afresh before each cell)."""
-    __tracebackhide__ = True
-    _checking().check_close(*args, **kwargs)
-
-
-def check_equal(*args: Any, **kwargs: Any) -> None:
-    __tracebackhide__ = True
-    _checking().check_equal(*args, **kwargs)
 
 
 def _tolerance(dtype: np.dtype) -> dict[str, float]:
     return {"rtol": 1e-9, "atol": 1e-11} if np.dtype(dtype) == np.float64 else {"rtol": 2e-4, "atol": 1e-5}
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with np.errstate(all="ignore"):
-            yield
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
@@ -91,7 +67,7 @@ UNARY = {  # rule -> (torch's op, smallest magnitude of the input)
 def _torch_first_and_second(op: Callable, values: list[np.ndarray], g: np.ndarray, w: list[np.ndarray] | None):
     """torch's gradients of op(*values) for grad_outputs g, and (given weights w) the gradients of
     sum(w_i * gradient_i) with respect to every input and to g (zeros where torch says None)."""
-    with _quiet():
+    with quiet():
         ts = [torch.tensor(v, requires_grad=True) for v in values]
         tg = torch.tensor(g, requires_grad=True)
         firsts = torch.autograd.grad(op(*ts), ts, tg, create_graph=True)
@@ -145,10 +121,11 @@ def _check_rule(ns: dict[str, Any], name: str, rule: Callable, op: Callable, val
     label = f"{name}(grad, ...) for {dtype} inputs of {shapes_text}" + (" (all requiring grad)" if second else "")
     inputs = tuple(Tensor(np.array(v, copy=True), requires_grad=True) for v in values)
     tg = Tensor(np.array(g, copy=True), requires_grad=second)
+    names = [f"input {i}" for i in range(len(inputs))] + ["grad"]
     before = [_state(t) for t in (*inputs, tg)]
-    with _quiet():
+    with quiet():
         result = _results(label, rule(tg, *inputs), inputs, Tensor)
-    for t, state, what in zip((*inputs, tg), before, [f"input {i}" for i in range(len(inputs))] + ["grad"]):
+    for t, state, what in zip((*inputs, tg), before, names):
         _check_unchanged(label, what, t, state)
     firsts, seconds = _torch_first_and_second(op, values, g, w)
     tol = _tolerance(dtype)
@@ -159,13 +136,12 @@ def _check_rule(ns: dict[str, Any], name: str, rule: Callable, op: Callable, val
     for i, r in enumerate(result):
         assert r.grad_fn is not None, (f"{label}: gradient {i} has no grad_fn although its inputs require grad: "
                                        "compute it with Tensor ops on grad and the inputs, not on their .data")
-    with _quiet():
+    with quiet():
         total = None
         for r, wi in zip(result, w):
             term = (r * Tensor(np.array(wi, copy=True))).sum()
             total = term if total is None else total + term
         total.backward()
-    names = [f"input {i}" for i in range(len(inputs))] + ["grad"]
     for t, expected, what in zip((*inputs, tg), seconds, names):
         got = np.zeros_like(expected) if t.grad is None else np.asarray(t.grad.data)
         check_close(f"{label}: the derivative of sum(w * gradients) with respect to {what}", got, expected,
@@ -174,7 +150,7 @@ def _check_rule(ns: dict[str, Any], name: str, rule: Callable, op: Callable, val
     for grad_requires in (True, False):
         inputs = tuple(Tensor(np.array(v, copy=True), requires_grad=not grad_requires) for v in values)
         tg = Tensor(np.array(g, copy=True), requires_grad=grad_requires)
-        with _quiet():
+        with quiet():
             result = rule(tg, *inputs)
         who = "grad alone" if grad_requires else "the inputs alone"
         for i, r in enumerate(result):   # every gradient of these rules depends on grad and on some input
@@ -251,7 +227,7 @@ def _engine_f(ns: dict[str, Any], f: Callable) -> Callable:
 def torch_hvp(f: Callable, x: np.ndarray, v: np.ndarray, forward: bool = False) -> np.ndarray:
     """torch's H v of f(t, C) at x: torch.func.jvp of torch.func.grad (forward) or torch.autograd.functional.hvp."""
     g = lambda t: f(t, _torch_const)
-    with _quiet():
+    with quiet():
         if forward:
             return torch.func.jvp(torch.func.grad(g), (torch.tensor(x),), (torch.tensor(v),))[1].numpy()
         return torch.autograd.functional.hvp(g, torch.tensor(x), torch.tensor(v))[1].numpy()
@@ -291,7 +267,7 @@ def _call_hvp(name: str, hvp: Callable, ns: dict[str, Any], f: Callable, x: np.n
         arguments.append(t)
         return engine_f(t)
 
-    with _counted_grad(ns) as flags, _quiet():
+    with _counted_grad(ns) as flags, quiet():
         got = hvp(recorded, xs, vs, **kwargs)
     assert np.array_equal(xs, x) and np.array_equal(vs, v), f"{label}: x or v changed; {name} must leave them unchanged"
     result = np.asarray(got)
@@ -394,7 +370,7 @@ def check_hessian(ns: dict[str, Any]) -> None:
             return A @ np.asarray(e, dtype=np.float64)
 
         xs = x.copy()
-        with _quiet():
+        with quiet():
             H = np.asarray(hessian(lambda t: t.sum(), xs, fake_hvp))
         where = f"hessian(f, x, hvp) for x of length {n} and a fake hvp(f, x, e) = A @ e (A not symmetric)"
         assert np.array_equal(xs, x), f"{where}: x changed"
@@ -403,7 +379,7 @@ def check_hessian(ns: dict[str, Any]) -> None:
         check_equal(f"{where}: the vectors passed to hvp", [e.tolist() for e in asked], np.eye(n).tolist())
         for label, f in _cases(n, rng)[:3]:
             engine_f = _engine_f(ns, f)
-            with _quiet():
+            with quiet():
                 H = np.asarray(hessian(engine_f, x.copy(), hvp_reverse))
                 expected = torch.autograd.functional.hessian(lambda t: f(t, _torch_const), torch.tensor(x)).numpy()
             check_close(f"hessian(f, x, hvp_reverse) for f = {label}, x of length {n}", H, expected, rtol=1e-9,
