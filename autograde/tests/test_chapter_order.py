@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from autograde.paths import REPO
+from course import CHAPTERS
 
 CHECK = '''
 import importlib, json, sys
@@ -51,15 +52,18 @@ out["second derivative error"] = float(numpy.abs(h.data - th.numpy()).max())
 print(json.dumps(out))
 '''
 
+ENGINE_CHAPTERS = tuple(c for c in CHAPTERS if c != "ch01_chain_rule")
 ORDERS = [
     ("ch06_loss_scaling", "ch09_higher_order"),
     ("ch09_higher_order", "ch06_loss_scaling"),
     ("ch09_higher_order", "ch08_capstone"),
     ("ch09_higher_order", "ch07_checkpointing", "ch08_capstone"),
+    ENGINE_CHAPTERS,                                    # the course's order
+    ENGINE_CHAPTERS[::-1],                              # each chapter before the ones it builds on
 ]
 
 
-@pytest.mark.parametrize("order", ORDERS, ids=["-".join(o[:1] + ("then",) + o[1:]) for o in ORDERS])
+@pytest.mark.parametrize("order", ORDERS, ids=["-then-".join(c[:4] for c in o) for o in ORDERS])
 def test_every_loaded_chapter_keeps_its_engine_patch_in_any_import_order(order):
     run = subprocess.run([sys.executable, "-c", CHECK, *order], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
